@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Make sure the build dependencies are present. As root, missing Debian
+# packages are installed with apt-get; otherwise the missing ones are listed.
+# Usage: scripts/bootstrap.sh [--test]   (--test adds what the test suite needs)
+set -euo pipefail
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+pkgs=(cmake g++ ninja-build pkg-config libabsl-dev)
+if [ $want_test = 1 ]; then
+  pkgs+=(libgtest-dev libbenchmark-dev libopenblas-dev doxygen libhiredis-dev redis-server
+         python3 python3-pip binutils)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "bootstrap: missing Debian packages: ${missing[*]}"
+    echo "bootstrap: run as root, or: sudo apt-get install ${missing[*]}"
+    exit 1
+  fi
+fi
+
+if [ $want_test = 1 ]; then
+  py=$(command -v python3)
+  if ! "$py" -c 'import numpy, ml_dtypes, pytest' 2>/dev/null; then
+    echo "bootstrap: pip install numpy ml_dtypes pytest"
+    "$py" -m pip install --quiet numpy ml_dtypes pytest 2>/dev/null ||
+      "$py" -m pip install --quiet --break-system-packages numpy ml_dtypes pytest
+  fi
+fi
+# nvcc is often installed outside PATH.
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "bootstrap: note: nvcc found at /usr/local/cuda/bin (add it to PATH to build the CUDA backend)"
+fi

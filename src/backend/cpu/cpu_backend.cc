@@ -1,0 +1,65 @@
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "backend/backend.h"
+
+namespace swa {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(unsigned num_threads)
+      : num_threads_(num_threads != 0 ? num_threads
+                                      : std::max(1u, std::thread::hardware_concurrency())) {}
+
+  BackendKind kind() const override { return BackendKind::kCpu; }
+  int device() const override { return -1; }
+
+  // Anonymous mappings are page aligned, zero filled and committed lazily, so
+  // a large pool costs memory only for the slots that are used.
+  absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override {
+    if (alignment > 4096)
+      return absl::InvalidArgumentError(absl::StrFormat("alignment %u exceeds 4096", alignment));
+    if (bytes == 0) bytes = 1;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("cannot map %u bytes of host memory: %s", bytes, std::strerror(errno)));
+    return p;
+  }
+  void Free(void* ptr, size_t bytes) override {
+    if (ptr != nullptr) munmap(ptr, bytes == 0 ? 1 : bytes);
+  }
+  absl::Status Copy(void* dst, const void* src, size_t bytes) override {
+    std::memmove(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
+    return Copy(dst, src, bytes);
+  }
+  absl::Status CopyFromHost(void* dst, const void* src, size_t bytes) override {
+    return Copy(dst, src, bytes);
+  }
+  absl::Status Memset(void* dst, int value, size_t bytes) override {
+    std::memset(dst, value, bytes);
+    return absl::OkStatus();
+  }
+
+  unsigned num_threads() const { return num_threads_; }
+
+ private:
+  unsigned num_threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeCpuBackend(unsigned num_threads) {
+  return std::make_unique<CpuBackend>(num_threads);
+}
+
+}  // namespace swa

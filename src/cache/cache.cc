@@ -1,0 +1,64 @@
+#include "cache/cache.h"
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace swa {
+
+Cache::Cache(Layout layout, std::unique_ptr<Backend> backend)
+    : layout_(std::move(layout)), backend_(std::move(backend)), slots_(layout_.max_slots()) {}
+
+Cache::~Cache() {
+  if (owns_pool_) backend_->Free(pool_, layout_.pool_bytes());
+}
+
+absl::StatusOr<std::unique_ptr<Cache>> Cache::Create(const ModelSpec& spec,
+                                                     const CacheOptions& options) {
+  SWA_ASSIGN_OR_RETURN(Layout layout, Layout::Create(spec));
+  std::unique_ptr<Backend> backend;
+  switch (options.backend) {
+    case BackendKind::kCpu:
+      backend = MakeCpuBackend(options.num_threads);
+      break;
+    case BackendKind::kCuda:
+      return absl::UnimplementedError(
+          "backend = SWA_BACKEND_CUDA: the CUDA backend is not available in this build yet");
+  }
+  if (backend == nullptr)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "backend = %d is not a swa_backend_t value", static_cast<int>(options.backend)));
+
+  std::unique_ptr<Cache> cache(new Cache(std::move(layout), std::move(backend)));
+  const Layout& lay = cache->layout_;
+  if (options.pool != nullptr) {
+    const auto addr = reinterpret_cast<uintptr_t>(options.pool);
+    if (addr % lay.alignment() != 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "pool = %p is not aligned to alignment = %u bytes", options.pool, lay.alignment()));
+    if (options.pool_bytes < lay.pool_bytes())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "pool_bytes = %u is smaller than max_slots * slot_bytes = %u * %u = %u",
+          options.pool_bytes, lay.max_slots(), lay.slot_bytes(), lay.pool_bytes()));
+    cache->pool_ = static_cast<uint8_t*>(options.pool);
+  } else {
+    SWA_ASSIGN_OR_RETURN(void* pool, cache->backend_->Allocate(lay.pool_bytes(), lay.alignment()));
+    cache->pool_ = static_cast<uint8_t*>(pool);
+    cache->owns_pool_ = true;
+  }
+  return cache;
+}
+
+absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
+  absl::MutexLock lock(&slots_.mu());
+  SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(src));
+  SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(dst));
+  if (src == dst) return absl::OkStatus();
+  SWA_RETURN_IF_ERROR(backend_->Copy(slot_base(dst), slot_base(src), layout_.slot_bytes()));
+  slots_.StateLocked(dst) = slots_.StateLocked(src);
+  return absl::OkStatus();
+}
+
+}  // namespace swa

@@ -1,0 +1,143 @@
+// swa_version_*, swa_layout_compute, swa_cache_*.
+#include <cstring>
+
+#include "capi/config.h"
+#include "capi/error.h"
+#include "capi/handles.h"
+#include "common/status_macros.h"
+
+namespace swa::capi {
+namespace {
+
+void FillLayout(const Layout& l, swa_layout_t* out) {
+  const size_t size = out->struct_size;
+  std::memset(out, 0, sizeof *out);
+  out->struct_size = size;
+  out->window = l.window();
+  out->draft_tokens = l.draft_tokens();
+  out->ring_len = l.ring_len();
+  out->alignment = l.alignment();
+  out->num_layers = l.num_layers();
+  out->num_stored_layers = l.num_stored_layers();
+  out->max_slots = l.max_slots();
+  out->max_ring_tokens = l.max_ring_tokens();
+  out->slot_bytes = l.slot_bytes();
+  out->stored_offset = 0;
+  out->stored_bytes = l.stored_bytes();
+  out->pool_bytes = l.pool_bytes();
+  out->fingerprint = l.fingerprint();
+}
+
+absl::Status CheckCache(const swa_cache_t* cache) {
+  if (cache == nullptr || cache->impl == nullptr) return NullArg("cache");
+  return absl::OkStatus();
+}
+
+absl::Status CheckLayer(const Cache& cache, uint32_t layer) {
+  if (layer >= cache.layout().num_layers())
+    return absl::OutOfRangeError(absl::StrFormat("layer = %u is out of range: the cache has %u layers",
+                                                 layer, cache.layout().num_layers()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace swa::capi
+
+using swa::capi::Guard;
+
+extern "C" {
+
+SWA_API uint32_t swa_version_number(void) { return SWA_VERSION_NUMBER; }
+
+SWA_API const char* swa_version_string(void) {
+#define SWA_STR2_(x) #x
+#define SWA_STR_(x) SWA_STR2_(x)
+  return SWA_STR_(SWA_VERSION_MAJOR) "." SWA_STR_(SWA_VERSION_MINOR) "." SWA_STR_(SWA_VERSION_PATCH);
+}
+
+SWA_API swa_status_t swa_layout_compute(const swa_config_t* config, swa_layout_t* out) {
+  return Guard([&]() -> absl::Status {
+    SWA_CHECK_STRUCT(out, swa_layout_t);
+    swa::ModelSpec spec;
+    swa::CacheOptions options;
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertConfig(config, &spec, &options));
+    SWA_ASSIGN_OR_RETURN(swa::Layout layout, swa::Layout::Create(spec));
+    swa::capi::FillLayout(layout, out);
+    return absl::OkStatus();
+  });
+}
+
+SWA_API swa_status_t swa_cache_create(const swa_config_t* config, swa_cache_t** out) {
+  return Guard([&]() -> absl::Status {
+    SWA_CHECK_NOT_NULL(out);
+    swa::ModelSpec spec;
+    swa::CacheOptions options;
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertConfig(config, &spec, &options));
+    SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::Cache> impl, swa::Cache::Create(spec, options));
+    *out = new swa_cache{std::move(impl)};
+    return absl::OkStatus();
+  });
+}
+
+SWA_API void swa_cache_destroy(swa_cache_t* cache) { delete cache; }
+
+SWA_API swa_status_t swa_cache_layout(const swa_cache_t* cache, swa_layout_t* out) {
+  return Guard([&]() -> absl::Status {
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
+    SWA_CHECK_STRUCT(out, swa_layout_t);
+    swa::capi::FillLayout(cache->impl->layout(), out);
+    return absl::OkStatus();
+  });
+}
+
+SWA_API swa_status_t swa_cache_layer_layout(const swa_cache_t* cache, uint32_t layer,
+                                            swa_layer_layout_t* out) {
+  return Guard([&]() -> absl::Status {
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
+    SWA_CHECK_STRUCT(out, swa_layer_layout_t);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckLayer(*cache->impl, layer));
+    const swa::Layout& lay = cache->impl->layout();
+    const swa::LayerLayout& l = lay.layer(layer);
+    std::memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->role = static_cast<swa_layer_role_t>(l.role);
+    out->kv_format = static_cast<swa_format_t>(l.format);
+    out->heads_per_token = l.heads_per_token;
+    out->vec_bytes = l.vec_bytes;
+    out->bytes_per_token = l.bytes_per_token;
+    out->ring_len = lay.ring_len();
+    out->ring_offset = l.ring_offset;
+    out->ring_bytes = l.ring_bytes;
+    out->compress_len = l.compress_len;
+    out->compress_entry_bytes = l.compress_entry_bytes;
+    out->compress_offset = l.compress_offset;
+    out->compress_bytes = l.compress_bytes;
+    return absl::OkStatus();
+  });
+}
+
+SWA_API swa_status_t swa_cache_layer_view(const swa_cache_t* cache, uint32_t layer,
+                                          swa_tensor_view_t* out) {
+  return Guard([&]() -> absl::Status {
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
+    SWA_CHECK_STRUCT(out, swa_tensor_view_t);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckLayer(*cache->impl, layer));
+    swa::Cache& c = *cache->impl;
+    const swa::Layout& lay = c.layout();
+    const swa::LayerLayout& l = lay.layer(layer);
+    std::memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->data = c.pool() + l.ring_offset;
+    out->backend = static_cast<swa_backend_t>(c.backend().kind());
+    out->device = c.backend().device();
+    out->ndim = 4;
+    const int64_t shape[4] = {lay.max_slots(), lay.ring_len(), l.heads_per_token, l.vec_bytes};
+    const int64_t strides[4] = {static_cast<int64_t>(lay.slot_bytes()), l.bytes_per_token,
+                                l.vec_bytes, 1};
+    std::memcpy(out->shape, shape, sizeof shape);
+    std::memcpy(out->strides, strides, sizeof strides);
+    return absl::OkStatus();
+  });
+}
+
+}  // extern "C"

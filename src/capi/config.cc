@@ -1,0 +1,132 @@
+#include "capi/config.h"
+
+#include <cstring>
+
+#include "capi/error.h"
+#include "common/status_macros.h"
+
+namespace swa::capi {
+namespace {
+
+absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out) {
+  if (d.role != SWA_LAYER_STORED && d.role != SWA_LAYER_DROPPED)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layers[%u].role = %d is not a swa_layer_role_t value", i, static_cast<int>(d.role)));
+  if (d.kv_format != SWA_FORMAT_MXFP8 && d.kv_format != SWA_FORMAT_BF16 &&
+      d.kv_format != SWA_FORMAT_FP32)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("layers[%u].kv_format = %d is not a swa_format_t value", i,
+                        static_cast<int>(d.kv_format)));
+  if (d.shared_kv > 1 || d.has_sinks > 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layers[%u]: shared_kv = %u and has_sinks = %u must be 0 or 1", i, d.shared_kv,
+        d.has_sinks));
+  out->role = static_cast<Role>(d.role);
+  out->q_heads = d.q_heads;
+  out->kv_heads = d.kv_heads;
+  out->head_dim = d.head_dim;
+  out->shared_kv = d.shared_kv != 0;
+  out->format = static_cast<Format>(d.kv_format);
+  out->compress_ratio = d.compress_ratio;
+  out->compress_entry_bytes = d.compress_entry_bytes;
+  out->rope_theta = d.rope_theta;
+  out->rope_dims = d.rope_dims;
+  out->has_sinks = d.has_sinks != 0;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOptions* options) {
+  SWA_CHECK_STRUCT(config, swa_config_t);
+  const swa_config_t& c = *config;
+  if (c.num_layers == 0)
+    return absl::InvalidArgumentError("num_layers = 0: a cache needs at least one layer");
+  if (c.num_layers > kMaxLayers)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("num_layers = %u exceeds %u", c.num_layers, kMaxLayers));
+  if (c.layers == nullptr)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("layers is NULL but num_layers = %u", c.num_layers));
+  if (c.scale_mode != SWA_SCALE_CEIL && c.scale_mode != SWA_SCALE_FLOOR)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "scale_mode = %d is not a swa_scale_mode_t value", static_cast<int>(c.scale_mode)));
+  if (c.backend != SWA_BACKEND_AUTO && c.backend != SWA_BACKEND_CPU &&
+      c.backend != SWA_BACKEND_CUDA)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "backend = %d is not a swa_backend_t value", static_cast<int>(c.backend)));
+  if (c.device < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("device = %d is negative", c.device));
+  if ((c.pool == nullptr) != (c.pool_bytes == 0))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pool = %p with pool_bytes = %u: give both or neither", c.pool, c.pool_bytes));
+
+  // The array stride is the caller's sizeof(swa_layer_desc_t), read from layers[0].
+  const size_t stride = c.layers[0].struct_size;
+  SWA_RETURN_IF_ERROR(CheckStructSize(stride, sizeof(swa_layer_desc_t), "swa_layer_desc_t"));
+  const auto* base = reinterpret_cast<const unsigned char*>(c.layers);
+  spec->layers.resize(c.num_layers);
+  for (uint32_t i = 0; i < c.num_layers; ++i) {
+    swa_layer_desc_t d;
+    std::memcpy(&d, base + i * stride, sizeof d);
+    if (d.struct_size != stride)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "layers[%u].struct_size = %u differs from layers[0].struct_size = %u", i, d.struct_size,
+          stride));
+    SWA_RETURN_IF_ERROR(ConvertLayer(d, i, &spec->layers[i]));
+  }
+  spec->window = c.window;
+  spec->draft_tokens = c.draft_tokens;
+  spec->ring_len = c.ring_len;
+  spec->alignment = c.alignment;
+  spec->max_slots = c.max_slots;
+  spec->scale_mode = static_cast<ScaleMode>(c.scale_mode);
+
+  // AUTO picks CUDA only where a CUDA backend exists; none does in this build yet.
+  options->backend = c.backend == SWA_BACKEND_CUDA ? BackendKind::kCuda : BackendKind::kCpu;
+  options->device = c.device;
+  options->num_threads = c.num_threads;
+  options->pool = c.pool;
+  options->pool_bytes = c.pool_bytes;
+  return absl::OkStatus();
+}
+
+}  // namespace swa::capi
+
+extern "C" {
+
+SWA_API void swa_layer_desc_init(swa_layer_desc_t* desc) {
+  if (desc == nullptr) return;
+  std::memset(desc, 0, sizeof *desc);
+  const swa::LayerSpec d;
+  desc->struct_size = sizeof *desc;
+  desc->role = SWA_LAYER_STORED;
+  desc->q_heads = d.q_heads;
+  desc->kv_heads = d.kv_heads;
+  desc->head_dim = d.head_dim;
+  desc->shared_kv = d.shared_kv ? 1 : 0;
+  desc->kv_format = SWA_FORMAT_MXFP8;
+  desc->compress_ratio = 0;
+  desc->compress_entry_bytes = 0;
+  desc->rope_theta = d.rope_theta;
+  desc->rope_dims = 0;
+  desc->has_sinks = 0;
+}
+
+SWA_API void swa_config_init(swa_config_t* config) {
+  if (config == nullptr) return;
+  std::memset(config, 0, sizeof *config);
+  const swa::ModelSpec d;
+  config->struct_size = sizeof *config;
+  config->window = d.window;
+  config->draft_tokens = d.draft_tokens;
+  config->ring_len = 0;
+  config->alignment = d.alignment;
+  config->max_slots = d.max_slots;
+  config->backend = SWA_BACKEND_AUTO;
+  config->device = 0;
+  config->scale_mode = SWA_SCALE_CEIL;
+  config->num_threads = 0;
+}
+
+}  // extern "C"

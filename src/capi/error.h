@@ -1,0 +1,59 @@
+// The C boundary: absl::Status -> swa_status_t + the thread-local message,
+// and exceptions stopped before they can cross into C.
+#pragma once
+
+#include <cstddef>
+#include <new>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "swacache.h"
+
+namespace swa::capi {
+
+// Records `status` as this thread's last error (when not OK) and returns its code.
+swa_status_t Report(const absl::Status& status);
+
+// Runs `fn` (returning absl::Status) and converts the result; no exception escapes.
+template <typename Fn>
+swa_status_t Guard(Fn&& fn) noexcept {
+  try {
+    return Report(std::forward<Fn>(fn)());
+  } catch (const std::bad_alloc&) {
+    return Report(absl::ResourceExhaustedError("out of host memory"));
+  } catch (const std::exception& e) {
+    return Report(absl::InternalError(absl::StrFormat("unexpected exception: %s", e.what())));
+  } catch (...) {
+    return Report(absl::InternalError("unexpected exception"));
+  }
+}
+
+inline absl::Status NullArg(const char* name) {
+  return absl::InvalidArgumentError(absl::StrFormat("%s is NULL", name));
+}
+
+// A caller's struct_size must be one this library knows. There is only one
+// version of every struct so far; older sizes join the list when fields are
+// appended.
+inline absl::Status CheckStructSize(size_t got, size_t expected, const char* type) {
+  if (got != expected)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.struct_size = %u is not a size this library knows (expected %u = sizeof(%s))", type,
+        got, expected, type));
+  return absl::OkStatus();
+}
+
+#define SWA_CHECK_NOT_NULL(ptr) \
+  do {                          \
+    if ((ptr) == nullptr) return ::swa::capi::NullArg(#ptr); \
+  } while (0)
+
+#define SWA_CHECK_STRUCT(ptr, type)                                                 \
+  do {                                                                              \
+    SWA_CHECK_NOT_NULL(ptr);                                                        \
+    SWA_RETURN_IF_ERROR(::swa::capi::CheckStructSize((ptr)->struct_size, sizeof(type), #type)); \
+  } while (0)
+
+}  // namespace swa::capi

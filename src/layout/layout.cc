@@ -1,0 +1,165 @@
+#include "layout/layout.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "common/math.h"
+
+namespace swa {
+
+const char* FormatName(Format format) {
+  switch (format) {
+    case Format::kMxfp8: return "MXFP8";
+    case Format::kBf16: return "BF16";
+    case Format::kFp32: return "FP32";
+  }
+  return "unknown";
+}
+
+const char* RoleName(Role role) {
+  return role == Role::kStored ? "stored" : "dropped";
+}
+
+uint32_t VectorBytes(Format format, uint32_t dim) {
+  switch (format) {
+    case Format::kMxfp8: return dim + dim / kMxfp8Block;
+    case Format::kBf16: return 2 * dim;
+    case Format::kFp32: return 4 * dim;
+  }
+  return 0;
+}
+
+namespace {
+
+absl::Status Invalid(const absl::FormatSpec<>& fmt) { return absl::InvalidArgumentError(absl::StrFormat(fmt)); }
+
+template <typename... Args>
+absl::Status Invalid(const absl::FormatSpec<Args...>& fmt, const Args&... args) {
+  return absl::InvalidArgumentError(absl::StrFormat(fmt, args...));
+}
+
+absl::Status ValidateLayer(const LayerSpec& l, uint32_t i) {
+  if (l.role != Role::kStored && l.role != Role::kDropped)
+    return Invalid("layers[%u].role = %u is not a swa_layer_role_t value", i,
+                   static_cast<uint32_t>(l.role));
+  if (l.format != Format::kMxfp8 && l.format != Format::kBf16 && l.format != Format::kFp32)
+    return Invalid("layers[%u].kv_format = %u is not a swa_format_t value", i,
+                   static_cast<uint32_t>(l.format));
+  if (l.head_dim == 0 || l.head_dim > kMaxHeadDim)
+    return Invalid("layers[%u].head_dim = %u is out of range [1, %u]", i, l.head_dim, kMaxHeadDim);
+  if (l.format == Format::kMxfp8 && l.head_dim % kMxfp8Block != 0)
+    return Invalid("layers[%u].head_dim = %u is not a multiple of 32 (required for MXFP8)", i,
+                   l.head_dim);
+  if (l.kv_heads == 0 || l.kv_heads > kMaxHeads)
+    return Invalid("layers[%u].kv_heads = %u is out of range [1, %u]", i, l.kv_heads, kMaxHeads);
+  if (l.q_heads == 0 || l.q_heads > kMaxHeads)
+    return Invalid("layers[%u].q_heads = %u is out of range [1, %u]", i, l.q_heads, kMaxHeads);
+  if (l.q_heads % l.kv_heads != 0)
+    return Invalid("layers[%u].q_heads = %u is not a multiple of kv_heads = %u", i, l.q_heads,
+                   l.kv_heads);
+  if ((l.compress_ratio == 0) != (l.compress_entry_bytes == 0))
+    return Invalid(
+        "layers[%u]: compress_ratio = %u and compress_entry_bytes = %u must be both zero or both "
+        "non-zero",
+        i, l.compress_ratio, l.compress_entry_bytes);
+  if (l.compress_ratio > kMaxWindow)
+    return Invalid("layers[%u].compress_ratio = %u exceeds %u", i, l.compress_ratio, kMaxWindow);
+  if (l.compress_entry_bytes > (1u << 24))
+    return Invalid("layers[%u].compress_entry_bytes = %u exceeds %u", i, l.compress_entry_bytes,
+                   1u << 24);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Layout> Layout::Create(const ModelSpec& spec) {
+  if (spec.window == 0 || spec.window > kMaxWindow)
+    return Invalid("window = %u is out of range [1, %u]", spec.window, kMaxWindow);
+  if (spec.draft_tokens > kMaxDraftTokens)
+    return Invalid("draft_tokens = %u exceeds %u", spec.draft_tokens, kMaxDraftTokens);
+  if (!IsPowerOfTwo(spec.alignment) || spec.alignment < kMinAlignment ||
+      spec.alignment > kMaxAlignment)
+    return Invalid("alignment = %u is not a power of two in [%u, %u]", spec.alignment,
+                   kMinAlignment, kMaxAlignment);
+  if (spec.max_slots == 0) return Invalid("max_slots = 0: the pool needs at least one slot");
+  if (spec.scale_mode != ScaleMode::kCeil && spec.scale_mode != ScaleMode::kFloor)
+    return Invalid("scale_mode = %u is not a swa_scale_mode_t value",
+                   static_cast<uint32_t>(spec.scale_mode));
+  if (spec.layers.empty()) return Invalid("num_layers = 0: a cache needs at least one layer");
+  if (spec.layers.size() > kMaxLayers)
+    return Invalid("num_layers = %u exceeds %u", static_cast<uint32_t>(spec.layers.size()),
+                   kMaxLayers);
+
+  const uint32_t min_ring = spec.window + spec.draft_tokens;
+  const uint32_t ring_len = spec.ring_len == 0 ? min_ring + 1 : spec.ring_len;
+  if (ring_len < min_ring)
+    return Invalid("ring_len = %u is smaller than window + draft_tokens = %u + %u = %u", ring_len,
+                   spec.window, spec.draft_tokens, min_ring);
+  if (ring_len > 4 * kMaxWindow)
+    return Invalid("ring_len = %u exceeds %u", ring_len, 4 * kMaxWindow);
+  // Flat ring rows (slot * R + ring_slot) are int32 in every exported index.
+  if (uint64_t{spec.max_slots} * ring_len > uint64_t{std::numeric_limits<int32_t>::max()})
+    return Invalid("max_slots * ring_len = %u * %u overflows the int32 ring-row index",
+                   spec.max_slots, ring_len);
+
+  Layout out;
+  out.spec_ = spec;
+  out.ring_len_ = ring_len;
+  out.layers_.resize(spec.layers.size());
+  const uint64_t align = spec.alignment;
+  const uint64_t kLimit = uint64_t{1} << 48;  // far beyond any real slot; keeps sums exact
+
+  for (uint32_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& l = spec.layers[i];
+    if (absl::Status s = ValidateLayer(l, i); !s.ok()) return s;
+    LayerLayout& ll = out.layers_[i];
+    ll.role = l.role;
+    ll.format = l.format;
+    ll.heads_per_token = l.kv_heads * (l.shared_kv ? 1 : 2);
+    ll.vec_bytes = VectorBytes(l.format, l.head_dim);
+    const uint64_t per_token = uint64_t{ll.heads_per_token} * ll.vec_bytes;
+    if (per_token > std::numeric_limits<uint32_t>::max())
+      return Invalid("layers[%u]: bytes per token %u overflows uint32", i, per_token);
+    ll.bytes_per_token = static_cast<uint32_t>(per_token);
+    ll.ring_bytes = RoundUp(per_token * ring_len, align);
+    if (l.compress_ratio != 0) {
+      ll.compress_len = l.compress_ratio + spec.draft_tokens;
+      ll.compress_entry_bytes = l.compress_entry_bytes;
+      ll.compress_bytes = RoundUp(uint64_t{ll.compress_len} * l.compress_entry_bytes, align);
+    }
+  }
+
+  // Region order: stored rings, dropped rings, compression regions.
+  uint64_t offset = 0;
+  for (Role role : {Role::kStored, Role::kDropped}) {
+    for (LayerLayout& ll : out.layers_) {
+      if (ll.role != role) continue;
+      ll.ring_offset = offset;
+      offset += ll.ring_bytes;
+      if (offset > kLimit) return Invalid("slot bytes exceed %u", kLimit);
+    }
+    if (role == Role::kStored) {
+      out.stored_bytes_ = offset;
+      out.num_stored_layers_ = 0;
+      for (const LayerLayout& ll : out.layers_) out.num_stored_layers_ += ll.role == Role::kStored;
+    }
+  }
+  for (LayerLayout& ll : out.layers_) {
+    if (ll.compress_len == 0) continue;
+    ll.compress_offset = offset;
+    offset += ll.compress_bytes;
+    if (offset > kLimit) return Invalid("slot bytes exceed %u", kLimit);
+  }
+  out.slot_bytes_ = RoundUp(offset, align);
+  const auto pool = CheckedMul(out.slot_bytes_, spec.max_slots);
+  if (!pool || *pool > uint64_t{std::numeric_limits<int64_t>::max()} ||
+      *pool > uint64_t{std::numeric_limits<size_t>::max()})
+    return Invalid("max_slots * slot_bytes = %u * %u overflows", spec.max_slots, out.slot_bytes_);
+  out.pool_bytes_ = *pool;
+  out.fingerprint_ = LayoutFingerprint(spec, ring_len);
+  return out;
+}
+
+}  // namespace swa
