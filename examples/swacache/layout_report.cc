@@ -1,0 +1,69 @@
+#include "layout_report.h"
+
+#include <cstdio>
+#include <string>
+
+namespace swacache_cli {
+namespace {
+
+const char* FormatName(swa_format_t f) {
+  switch (f) {
+    case SWA_FORMAT_MXFP8: return "MXFP8";
+    case SWA_FORMAT_BF16: return "BF16";
+    case SWA_FORMAT_FP32: return "FP32";
+  }
+  return "?";
+}
+
+std::string Bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+void PrintLayoutReport(const swa_cache_t* cache) {
+  swa_layout_t lay;
+  lay.struct_size = sizeof lay;
+  if (swa_cache_layout(cache, &lay) != SWA_OK) return;
+  std::printf("window W %u, draft tokens N %u, ring R %u (ring-only steps take up to %u tokens)\n",
+              lay.window, lay.draft_tokens, lay.ring_len, lay.max_ring_tokens);
+  std::printf("layout fingerprint %016llx, alignment %u bytes\n\n",
+              static_cast<unsigned long long>(lay.fingerprint), lay.alignment);
+  std::printf("%-6s %-8s %-6s %-8s %12s %12s %10s\n", "layer", "role", "format", "region",
+              "offset", "bytes", "B/token");
+  double bytes_per_token_all = 0;
+  for (int pass = 0; pass < 3; ++pass) {  // stored rings, dropped rings, compression
+    for (uint32_t i = 0; i < lay.num_layers; ++i) {
+      swa_layer_layout_t ll;
+      ll.struct_size = sizeof ll;
+      if (swa_cache_layer_layout(cache, i, &ll) != SWA_OK) return;
+      if (pass < 2 && static_cast<int>(ll.role) != pass) continue;
+      if (pass == 2 && ll.compress_len == 0) continue;
+      if (pass < 2) bytes_per_token_all += ll.bytes_per_token;
+      std::printf("%-6u %-8s %-6s %-8s %12llu %12llu %10u\n", i,
+                  ll.role == SWA_LAYER_STORED ? "stored" : "dropped", FormatName(ll.kv_format),
+                  pass < 2 ? "ring" : "compress",
+                  static_cast<unsigned long long>(pass < 2 ? ll.ring_offset : ll.compress_offset),
+                  static_cast<unsigned long long>(pass < 2 ? ll.ring_bytes : ll.compress_bytes),
+                  pass < 2 ? ll.bytes_per_token : ll.compress_entry_bytes);
+    }
+  }
+  std::printf("\nper sequence: slot %s (stored, persisted: %s), pool %s for %u slots\n",
+              Bytes(lay.slot_bytes).c_str(), Bytes(lay.stored_bytes).c_str(),
+              Bytes(lay.pool_bytes).c_str(), lay.max_slots);
+  std::printf("\n%-10s %18s %18s %8s\n", "context", "full cache/seq", "swacache/seq", "ratio");
+  for (double tokens : {8192.0, 32768.0, 131072.0}) {
+    // The same layers keeping every token in the same format (SPEC section 9).
+    const double full = tokens * bytes_per_token_all;
+    std::printf("%-10s %18s %18s %7.1fx\n",
+                (std::to_string(static_cast<int>(tokens / 1024)) + "K").c_str(),
+                Bytes(full).c_str(), Bytes(lay.slot_bytes).c_str(), full / lay.slot_bytes);
+  }
+}
+
+}  // namespace swacache_cli
