@@ -1,0 +1,185 @@
+// swa_codec_* / swa_mxfp8_* / swa_format_vector_bytes: argument checks, then
+// the row codec of src/codec/.
+#include <cstdint>
+
+#include "capi/error.h"
+#include "codec/codec.h"
+#include "common/math.h"
+#include "layout/model_spec.h"
+
+namespace {
+
+using swa::Format;
+using swa::codec::Dtype;
+
+absl::Status CheckFormat(swa_format_t format) {
+  if (format != SWA_FORMAT_MXFP8 && format != SWA_FORMAT_BF16 && format != SWA_FORMAT_FP32)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("format = %d is not a swa_format_t value", static_cast<int>(format)));
+  return absl::OkStatus();
+}
+
+absl::Status CheckDtype(swa_dtype_t dtype, const char* name) {
+  if (dtype != SWA_DTYPE_FP32 && dtype != SWA_DTYPE_BF16)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s = %d is not a swa_dtype_t value", name, static_cast<int>(dtype)));
+  return absl::OkStatus();
+}
+
+absl::Status CheckMode(swa_scale_mode_t mode) {
+  if (mode != SWA_SCALE_CEIL && mode != SWA_SCALE_FLOOR)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("mode = %d is not a swa_scale_mode_t value", static_cast<int>(mode)));
+  return absl::OkStatus();
+}
+
+absl::Status CheckDim(uint32_t dim) {
+  if (dim == 0 || dim % swa::kMxfp8Block != 0 || dim > swa::kMaxHeadDim)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dim = %u must be a positive multiple of 32 and at most %u", dim, swa::kMaxHeadDim));
+  return absl::OkStatus();
+}
+
+size_t ElemBytes(Dtype dtype) { return dtype == Dtype::kBf16 ? 2 : 4; }
+size_t FormatAlign(Format format) {
+  return format == Format::kFp32 ? 4 : format == Format::kBf16 ? 2 : 1;
+}
+
+// One buffer of a call: where it is, how long, how aligned it must be.
+struct Buffer {
+  const char* name;
+  uintptr_t addr;
+  uint64_t bytes;
+  size_t align;
+};
+
+absl::StatusOr<uint64_t> TotalBytes(size_t n, uint64_t per_vector, const char* name) {
+  const std::optional<uint64_t> total = swa::CheckedMul(n, per_vector);
+  if (!total || *total > static_cast<uint64_t>(PTRDIFF_MAX))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s size overflows: n_vectors = %u vectors of %u bytes", name, n, per_vector));
+  return *total;
+}
+
+absl::Status CheckBuffers(const Buffer& a, const Buffer& b) {
+  for (const Buffer* buf : {&a, &b}) {
+    if (buf->addr == 0) return swa::capi::NullArg(buf->name);
+    if (buf->addr % buf->align != 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s = %p is not aligned to %u bytes", buf->name, reinterpret_cast<void*>(buf->addr),
+          buf->align));
+    if (buf->addr + buf->bytes < buf->addr)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %u bytes wrap the address space", buf->name, buf->bytes));
+  }
+  if (a.addr < b.addr + b.bytes && b.addr < a.addr + a.bytes)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s [%p, +%u) and %s [%p, +%u) overlap", a.name, reinterpret_cast<void*>(a.addr), a.bytes,
+        b.name, reinterpret_cast<void*>(b.addr), b.bytes));
+  return absl::OkStatus();
+}
+
+absl::Status Encode(swa_format_t format, swa_scale_mode_t mode, const void* src,
+                    swa_dtype_t src_dtype, size_t n, uint32_t dim, void* dst,
+                    uint64_t* nonfinite_blocks) {
+  SWA_RETURN_IF_ERROR(CheckFormat(format));
+  SWA_RETURN_IF_ERROR(CheckMode(mode));
+  SWA_RETURN_IF_ERROR(CheckDtype(src_dtype, "src_dtype"));
+  SWA_RETURN_IF_ERROR(CheckDim(dim));
+  const Format fmt = static_cast<Format>(format);
+  const Dtype dtype = static_cast<Dtype>(src_dtype);
+  SWA_ASSIGN_OR_RETURN(const uint64_t src_bytes, TotalBytes(n, dim * ElemBytes(dtype), "src"));
+  SWA_ASSIGN_OR_RETURN(const uint64_t dst_bytes,
+                       TotalBytes(n, swa::codec::StoredBytes(fmt, dim), "dst"));
+  if (n != 0) {
+    SWA_RETURN_IF_ERROR(
+        CheckBuffers({"src", reinterpret_cast<uintptr_t>(src), src_bytes, ElemBytes(dtype)},
+                     {"dst", reinterpret_cast<uintptr_t>(dst), dst_bytes, FormatAlign(fmt)}));
+  }
+  uint64_t bad = 0;
+  if (n != 0) {
+    swa::codec::DstRows rows;
+    rows.base = static_cast<uint8_t*>(dst);
+    rows.stride = swa::codec::StoredBytes(fmt, dim);
+    bad = swa::codec::EncodeRows(fmt, static_cast<swa::ScaleMode>(mode), dim, n,
+                                 {src, dtype, dim}, rows);
+  }
+  if (nonfinite_blocks != nullptr) *nonfinite_blocks = bad;
+  return absl::OkStatus();
+}
+
+absl::Status Decode(swa_format_t format, const void* src, size_t n, uint32_t dim, void* dst,
+                    swa_dtype_t dst_dtype, uint64_t* nonfinite_blocks) {
+  SWA_RETURN_IF_ERROR(CheckFormat(format));
+  SWA_RETURN_IF_ERROR(CheckDtype(dst_dtype, "dst_dtype"));
+  SWA_RETURN_IF_ERROR(CheckDim(dim));
+  const Format fmt = static_cast<Format>(format);
+  const Dtype dtype = static_cast<Dtype>(dst_dtype);
+  SWA_ASSIGN_OR_RETURN(const uint64_t src_bytes,
+                       TotalBytes(n, swa::codec::StoredBytes(fmt, dim), "src"));
+  SWA_ASSIGN_OR_RETURN(const uint64_t dst_bytes, TotalBytes(n, dim * ElemBytes(dtype), "dst"));
+  if (n != 0) {
+    SWA_RETURN_IF_ERROR(
+        CheckBuffers({"src", reinterpret_cast<uintptr_t>(src), src_bytes, FormatAlign(fmt)},
+                     {"dst", reinterpret_cast<uintptr_t>(dst), dst_bytes, ElemBytes(dtype)}));
+  }
+  uint64_t bad = 0;
+  if (n != 0) {
+    swa::codec::SrcRows rows;
+    rows.base = static_cast<const uint8_t*>(src);
+    rows.stride = swa::codec::StoredBytes(fmt, dim);
+    bad = swa::codec::DecodeRows(fmt, dim, n, rows, {dst, dtype, dim});
+  }
+  if (nonfinite_blocks != nullptr) *nonfinite_blocks = bad;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+extern "C" {
+
+SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, uint32_t* out) {
+  return swa::capi::Guard([&]() -> absl::Status {
+    SWA_RETURN_IF_ERROR(CheckFormat(format));
+    SWA_RETURN_IF_ERROR(CheckDim(dim));
+    SWA_CHECK_NOT_NULL(out);
+    *out = static_cast<uint32_t>(swa::codec::StoredBytes(static_cast<Format>(format), dim));
+    return absl::OkStatus();
+  });
+}
+
+SWA_API swa_status_t swa_codec_encode(swa_format_t format, swa_scale_mode_t mode,
+                                      const void* src, swa_dtype_t src_dtype, size_t n_vectors,
+                                      uint32_t dim, void* dst, uint64_t* nonfinite_blocks) {
+  return swa::capi::Guard([&] {
+    return Encode(format, mode, src, src_dtype, n_vectors, dim, dst, nonfinite_blocks);
+  });
+}
+
+SWA_API swa_status_t swa_codec_decode(swa_format_t format, const void* src, size_t n_vectors,
+                                      uint32_t dim, void* dst, swa_dtype_t dst_dtype,
+                                      uint64_t* nonfinite_blocks) {
+  return swa::capi::Guard([&] {
+    return Decode(format, src, n_vectors, dim, dst, dst_dtype, nonfinite_blocks);
+  });
+}
+
+SWA_API swa_status_t swa_mxfp8_encode(const void* src, swa_dtype_t src_dtype, size_t n_vectors,
+                                      uint32_t dim, swa_scale_mode_t mode, uint8_t* dst,
+                                      uint64_t* nonfinite_blocks) {
+  return swa::capi::Guard([&] {
+    return Encode(SWA_FORMAT_MXFP8, mode, src, src_dtype, n_vectors, dim, dst, nonfinite_blocks);
+  });
+}
+
+SWA_API swa_status_t swa_mxfp8_decode(const uint8_t* src, size_t n_vectors, uint32_t dim,
+                                      void* dst, swa_dtype_t dst_dtype,
+                                      uint64_t* nonfinite_blocks) {
+  return swa::capi::Guard([&] {
+    return Decode(SWA_FORMAT_MXFP8, src, n_vectors, dim, dst, dst_dtype, nonfinite_blocks);
+  });
+}
+
+SWA_API const char* swa_codec_cpu_path(void) { return swa::codec::ActiveKernels().name; }
+
+}  // extern "C"

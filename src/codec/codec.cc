@@ -1,0 +1,88 @@
+// Batch loops over the per-row kernels, and the run-time kernel choice.
+#include "codec/codec.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace swa::codec {
+
+const RowKernels& ActiveKernels() {
+  static const RowKernels* const active = [] {
+    const char* env = std::getenv("SWACACHE_CODEC");
+    if (env != nullptr && std::strcmp(env, "scalar") == 0) return &ScalarKernels();
+    const RowKernels* avx2 = Avx2Kernels();
+    return avx2 != nullptr ? avx2 : &ScalarKernels();
+  }();
+  return *active;
+}
+
+uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint32_t dim,
+                        size_t n, const ConstVectors& src, const DstRows& dst) {
+  uint64_t bad = 0;
+  const bool ceil = mode == ScaleMode::kCeil;
+  const bool bf16_in = src.dtype == Dtype::kBf16;
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* out = dst.Row(i);
+    if (bf16_in) {
+      const uint16_t* in = static_cast<const uint16_t*>(src.data) + i * src.stride;
+      switch (format) {
+        case Format::kMxfp8: bad += k.mxfp8_encode_bf16(in, dim, ceil, out); break;
+        case Format::kBf16: bad += k.bf16_to_bf16(in, dim, reinterpret_cast<uint16_t*>(out)); break;
+        case Format::kFp32: bad += k.bf16_to_f32(in, dim, reinterpret_cast<float*>(out)); break;
+      }
+    } else {
+      const float* in = static_cast<const float*>(src.data) + i * src.stride;
+      switch (format) {
+        case Format::kMxfp8: bad += k.mxfp8_encode_f32(in, dim, ceil, out); break;
+        case Format::kBf16: bad += k.f32_to_bf16(in, dim, reinterpret_cast<uint16_t*>(out)); break;
+        case Format::kFp32: bad += k.f32_to_f32(in, dim, reinterpret_cast<float*>(out)); break;
+      }
+    }
+  }
+  return bad;
+}
+
+uint64_t DecodeRowsWith(const RowKernels& k, Format format, uint32_t dim, size_t n,
+                        const SrcRows& src, const MutableVectors& dst) {
+  uint64_t bad = 0;
+  const bool bf16_out = dst.dtype == Dtype::kBf16;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* in = src.Row(i);
+    if (bf16_out) {
+      uint16_t* out = static_cast<uint16_t*>(dst.data) + i * dst.stride;
+      switch (format) {
+        case Format::kMxfp8: bad += k.mxfp8_decode_bf16(in, dim, out); break;
+        case Format::kBf16:
+          bad += k.bf16_to_bf16(reinterpret_cast<const uint16_t*>(in), dim, out);
+          break;
+        case Format::kFp32:
+          bad += k.f32_to_bf16(reinterpret_cast<const float*>(in), dim, out);
+          break;
+      }
+    } else {
+      float* out = static_cast<float*>(dst.data) + i * dst.stride;
+      switch (format) {
+        case Format::kMxfp8: bad += k.mxfp8_decode_f32(in, dim, out); break;
+        case Format::kBf16:
+          bad += k.bf16_to_f32(reinterpret_cast<const uint16_t*>(in), dim, out);
+          break;
+        case Format::kFp32:
+          bad += k.f32_to_f32(reinterpret_cast<const float*>(in), dim, out);
+          break;
+      }
+    }
+  }
+  return bad;
+}
+
+uint64_t EncodeRows(Format format, ScaleMode mode, uint32_t dim, size_t n,
+                    const ConstVectors& src, const DstRows& dst) {
+  return EncodeRowsWith(ActiveKernels(), format, mode, dim, n, src, dst);
+}
+
+uint64_t DecodeRows(Format format, uint32_t dim, size_t n, const SrcRows& src,
+                    const MutableVectors& dst) {
+  return DecodeRowsWith(ActiveKernels(), format, dim, n, src, dst);
+}
+
+}  // namespace swa::codec

@@ -1,0 +1,107 @@
+// Row-wise encode/decode of KV vectors in any storage format (MXFP8, BF16,
+// FP32) — the interface the step backends use. docs/codec.md has the rules.
+//
+// A "vector" is `dim` values (dim a positive multiple of 32). Encoding reads
+// vectors from a typed source with an element stride and writes one stored
+// row per vector (VectorBytes(format, dim) bytes) wherever the destination
+// addressing says; decoding does the reverse into FP32 or BF16 tiles.
+// Both return the number of 32-element blocks that were non-finite (a NaN or
+// Inf in the source on encode; on decode, MXFP8 blocks whose scale is 0xFF and
+// BF16/FP32 blocks that contain a NaN or Inf). They never fail: arguments are
+// the caller's responsibility (the C API validates them).
+//
+// Thread-safe: no shared mutable state; callers split rows across threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "layout/model_spec.h"
+
+namespace swa::codec {
+
+enum class Dtype : uint32_t { kFp32 = 0, kBf16 = 1 };  // == swa_dtype_t
+
+// Where row i of a batch lives. Exactly one of the three forms is used:
+// `ptrs` when non-null, else `offsets` when non-null, else base + i * stride.
+template <typename Byte>
+struct RowAddressing {
+  Byte* base = nullptr;
+  size_t stride = 0;               // bytes between rows (form 3)
+  const int64_t* offsets = nullptr;  // byte offset of row i from base (form 2)
+  Byte* const* ptrs = nullptr;       // address of row i (form 1)
+
+  Byte* Row(size_t i) const {
+    if (ptrs != nullptr) return ptrs[i];
+    if (offsets != nullptr) return base + offsets[i];
+    return base + i * stride;
+  }
+};
+using DstRows = RowAddressing<uint8_t>;
+using SrcRows = RowAddressing<const uint8_t>;
+
+// Typed vectors: vector i starts at element i * stride (stride >= dim).
+struct ConstVectors {
+  const void* data = nullptr;
+  Dtype dtype = Dtype::kFp32;
+  size_t stride = 0;  // elements
+};
+struct MutableVectors {
+  void* data = nullptr;
+  Dtype dtype = Dtype::kFp32;
+  size_t stride = 0;  // elements
+};
+
+// Bytes of one stored vector (== VectorBytes in layout/).
+constexpr size_t StoredBytes(Format format, uint32_t dim) {
+  return format == Format::kMxfp8 ? dim + dim / 32
+         : format == Format::kBf16 ? size_t{2} * dim
+                                   : size_t{4} * dim;
+}
+
+// Encode n vectors into stored rows. Returns non-finite blocks seen.
+uint64_t EncodeRows(Format format, ScaleMode mode, uint32_t dim, size_t n,
+                    const ConstVectors& src, const DstRows& dst);
+
+// Decode n stored rows into vectors. Returns non-finite blocks seen.
+uint64_t DecodeRows(Format format, uint32_t dim, size_t n, const SrcRows& src,
+                    const MutableVectors& dst);
+
+// ---- Per-row kernels, for the dispatch above and for tests/benchmarks ----
+
+// One vector; each returns its non-finite block count. `dim` % 32 == 0.
+struct RowKernels {
+  const char* name;
+  // MXFP8: `ceil` selects the scale mode.
+  uint32_t (*mxfp8_encode_f32)(const float* src, uint32_t dim, bool ceil, uint8_t* dst);
+  uint32_t (*mxfp8_encode_bf16)(const uint16_t* src, uint32_t dim, bool ceil, uint8_t* dst);
+  uint32_t (*mxfp8_decode_f32)(const uint8_t* src, uint32_t dim, float* dst);
+  uint32_t (*mxfp8_decode_bf16)(const uint8_t* src, uint32_t dim, uint16_t* dst);
+  // Plain formats: FP32 <-> BF16 (round to nearest even) and copies.
+  uint32_t (*f32_to_f32)(const float* src, uint32_t dim, float* dst);
+  uint32_t (*f32_to_bf16)(const float* src, uint32_t dim, uint16_t* dst);
+  uint32_t (*bf16_to_f32)(const uint16_t* src, uint32_t dim, float* dst);
+  uint32_t (*bf16_to_bf16)(const uint16_t* src, uint32_t dim, uint16_t* dst);
+};
+
+const RowKernels& ScalarKernels();
+// nullptr when the CPU lacks AVX2+FMA+F16C (or the build is not x86-64).
+const RowKernels* Avx2Kernels();
+// What EncodeRows/DecodeRows use: AVX2 when available, unless the environment
+// variable SWACACHE_CODEC=scalar was set at first use.
+const RowKernels& ActiveKernels();
+
+// Out-of-line scalar encode of one block (32 FP32 bit patterns) and decode
+// of one block (32 codes under one scale), for the SIMD paths' rare blocks
+// (NaN/Inf, NaN codes, huge scales). Return 1 for a non-finite block.
+uint32_t EncodeBlockScalar(const uint32_t* fp32_bits, bool ceil, uint8_t* codes, uint8_t* scale);
+uint32_t DecodeBlockScalarF32(const uint8_t* codes, uint8_t scale, float* dst);
+uint32_t DecodeBlockScalarBf16(const uint8_t* codes, uint8_t scale, uint16_t* dst);
+
+// Same as EncodeRows/DecodeRows with an explicit kernel set.
+uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint32_t dim,
+                        size_t n, const ConstVectors& src, const DstRows& dst);
+uint64_t DecodeRowsWith(const RowKernels& k, Format format, uint32_t dim, size_t n,
+                        const SrcRows& src, const MutableVectors& dst);
+
+}  // namespace swa::codec

@@ -1,0 +1,218 @@
+// AVX2 + FMA + F16C kernels (MXFP8 decode, plain formats; encode lives in
+// mxfp8_encode_avx2.cc), bit-identical to the scalar reference
+// (tests/unit/codec_simd_test.cc checks that byte for byte).
+//
+// This file is compiled with -mavx2 -mfma -mf16c. It must not instantiate
+// inline functions that other files also use (the linker could keep this
+// file's AVX copy for everyone), so it includes no project header with inline
+// code and keeps its few scalar helpers in an anonymous namespace.
+#include "codec/avx2_internal.h"
+#include "codec/codec.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__)
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace swa::codec {
+namespace {
+
+constexpr int kBlk = 32;
+
+SWA_AVX2_INLINE float FloatFromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// 2^k for k in [-126, 127] (normal FP32 only; callers stay in range).
+SWA_AVX2_INLINE float Pow2Normal(int k) { return FloatFromBits(static_cast<uint32_t>(k + 127) << 23); }
+
+SWA_AVX2_INLINE __m256i WidenBf16(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+}
+
+// True when the block must take the scalar path: NaN scale, a scale so large
+// that 2^(scale-119) is not a finite FP32 (never produced by the encoder),
+// or a NaN code among the 32.
+SWA_AVX2_INLINE bool RareBlock(__m256i codes, uint8_t scale) {
+  if (scale >= 247) return true;
+  const __m256i all = _mm256_set1_epi8(static_cast<char>(0xFF));
+  const __m256i nan = _mm256_cmpeq_epi8(_mm256_or_si256(codes, _mm256_set1_epi8(char(0x80))), all);
+  return _mm256_movemask_epi8(nan) != 0;
+}
+
+// 32 codes -> four vectors of FP32 values times 2^(scale-127). The code is
+// placed in the high byte of a 16-bit lane, shifted right arithmetically by
+// one and masked: that is the FP16 pattern of e4m3 * 2^-8 (same field widths
+// after the shift, subnormals included), which F16C converts exactly.
+// Output order: elements 0-7, 16-23, 8-15, 24-31.
+SWA_AVX2_INLINE void DecodeToF32(__m256i codes, uint8_t scale, __m256 out[4]) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i mask = _mm256_set1_epi16(static_cast<short>(0xBF80));
+  const __m256i lo = _mm256_and_si256(_mm256_srai_epi16(_mm256_unpacklo_epi8(zero, codes), 1), mask);
+  const __m256i hi = _mm256_and_si256(_mm256_srai_epi16(_mm256_unpackhi_epi8(zero, codes), 1), mask);
+  const __m256 factor = _mm256_set1_ps(Pow2Normal(static_cast<int>(scale) - 119));
+  out[0] = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(lo)), factor);
+  out[1] = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(lo, 1)), factor);
+  out[2] = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(hi)), factor);
+  out[3] = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1)), factor);
+}
+
+uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / kBlk; ++b) {
+    const uint8_t scale = src[dim + b];
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk));
+    float* out = dst + b * kBlk;
+    if (RareBlock(codes, scale)) {
+      bad += DecodeBlockScalarF32(src + b * kBlk, scale, out);
+      continue;
+    }
+    __m256 v[4];
+    DecodeToF32(codes, scale, v);
+    _mm256_storeu_ps(out + 0, v[0]);
+    _mm256_storeu_ps(out + 16, v[1]);
+    _mm256_storeu_ps(out + 8, v[2]);
+    _mm256_storeu_ps(out + 24, v[3]);
+  }
+  return bad;
+}
+
+// FP32 bits -> BF16 bits (round to nearest even) for finite or Inf lanes.
+SWA_AVX2_INLINE __m256i RoundToBf16(__m256i bits) {
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  return _mm256_srli_epi32(
+      _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), odd)), 16);
+}
+
+// Same, NaN lanes quietened and kept (sign and top payload bits).
+SWA_AVX2_INLINE __m256i ToBf16Any(__m256i bits) {
+  const __m256i mag = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i is_nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7F800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+  return _mm256_blendv_epi8(RoundToBf16(bits), quiet, is_nan);
+}
+
+// Two vectors of 16-bit values in int32 lanes -> 16 uint16 in element order.
+SWA_AVX2_INLINE __m256i Pack16(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+}
+
+uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / kBlk; ++b) {
+    const uint8_t scale = src[dim + b];
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk));
+    uint16_t* out = dst + b * kBlk;
+    if (RareBlock(codes, scale)) {
+      bad += DecodeBlockScalarBf16(src + b * kBlk, scale, out);
+      continue;
+    }
+    __m256 v[4];
+    DecodeToF32(codes, scale, v);  // finite: no NaN handling needed
+    const __m256i e0_7 = RoundToBf16(_mm256_castps_si256(v[0]));
+    const __m256i e16_23 = RoundToBf16(_mm256_castps_si256(v[1]));
+    const __m256i e8_15 = RoundToBf16(_mm256_castps_si256(v[2]));
+    const __m256i e24_31 = RoundToBf16(_mm256_castps_si256(v[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Pack16(e0_7, e8_15));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), Pack16(e16_23, e24_31));
+  }
+  return bad;
+}
+
+// ---- Plain formats ---------------------------------------------------------
+
+// Non-zero when any FP32 lane of the four is NaN or Inf.
+SWA_AVX2_INLINE int NonFinite32(const __m256i x[4]) {
+  const __m256i e = _mm256_set1_epi32(0x7F800000);
+  __m256i any = _mm256_setzero_si256();
+  for (int v = 0; v < 4; ++v)
+    any = _mm256_or_si256(any, _mm256_cmpeq_epi32(_mm256_and_si256(x[v], e), e));
+  return !_mm256_testz_si256(any, any);
+}
+
+SWA_AVX2_INLINE int NonFinite16(__m256i a, __m256i b) {
+  const __m256i e = _mm256_set1_epi16(0x7F80);
+  const __m256i any = _mm256_or_si256(_mm256_cmpeq_epi16(_mm256_and_si256(a, e), e),
+                                      _mm256_cmpeq_epi16(_mm256_and_si256(b, e), e));
+  return !_mm256_testz_si256(any, any);
+}
+
+uint32_t F32ToF32(const float* src, uint32_t dim, float* dst) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / kBlk; ++b) {
+    __m256i x[4];
+    for (int v = 0; v < 4; ++v)
+      x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk + 8 * v));
+    bad += NonFinite32(x);
+    for (int v = 0; v < 4; ++v)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * kBlk + 8 * v), x[v]);
+  }
+  return bad;
+}
+
+uint32_t F32ToBf16(const float* src, uint32_t dim, uint16_t* dst) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / kBlk; ++b) {
+    __m256i x[4];
+    for (int v = 0; v < 4; ++v)
+      x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk + 8 * v));
+    bad += NonFinite32(x);
+    uint16_t* out = dst + b * kBlk;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Pack16(ToBf16Any(x[0]), ToBf16Any(x[1])));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16),
+                        Pack16(ToBf16Any(x[2]), ToBf16Any(x[3])));
+  }
+  return bad;
+}
+
+uint32_t Bf16ToF32(const uint16_t* src, uint32_t dim, float* dst) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / kBlk; ++b) {
+    const uint16_t* in = src + b * kBlk;
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 16));
+    bad += NonFinite16(a, c);
+    float* out = dst + b * kBlk;
+    for (int v = 0; v < 4; ++v)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * v), WidenBf16(in + 8 * v));
+  }
+  return bad;
+}
+
+uint32_t Bf16ToBf16(const uint16_t* src, uint32_t dim, uint16_t* dst) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / kBlk; ++b) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk + 16));
+    bad += NonFinite16(a, c);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * kBlk), a);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * kBlk + 16), c);
+  }
+  return bad;
+}
+
+}  // namespace
+
+const RowKernels* Avx2Kernels() {
+  static const bool supported = (__builtin_cpu_init(), __builtin_cpu_supports("avx2")) &&
+                                __builtin_cpu_supports("fma") &&
+                                __builtin_cpu_supports("f16c");
+  static const RowKernels kernels = {
+      "avx2",   Avx2Mxfp8EncodeF32, Avx2Mxfp8EncodeBf16, DecodeF32, DecodeBf16,
+      F32ToF32, F32ToBf16, Bf16ToF32,  Bf16ToBf16,
+  };
+  return supported ? &kernels : nullptr;
+}
+
+}  // namespace swa::codec
+
+#else  // not an x86-64 AVX2 build
+
+namespace swa::codec {
+const RowKernels* Avx2Kernels() { return nullptr; }
+}  // namespace swa::codec
+
+#endif

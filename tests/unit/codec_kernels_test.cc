@@ -1,0 +1,233 @@
+// Per-row kernels: the scalar reference against the independent oracle, and
+// the AVX2 path against the scalar one, byte for byte, on millions of blocks.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "codec/codec.h"
+#include "unit/codec_inputs.h"
+#include "unit/mxfp8_oracle.h"
+
+namespace swa::codec {
+namespace {
+
+constexpr uint8_t kPoison = 0xA5;
+
+uint32_t CountBadBlocks(const float* x, uint32_t dim) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / 32; ++b) {
+    bool any = false;
+    for (int i = 0; i < 32; ++i) any |= !std::isfinite(x[b * 32 + i]);
+    bad += any;
+  }
+  return bad;
+}
+
+TEST(ScalarKernels, EncodeMatchesOracle) {
+  const RowKernels& k = ScalarKernels();
+  std::mt19937 rng(1);
+  const uint32_t dim = 512;
+  const size_t n = 600;
+  const std::vector<float> x = test::RandomVectors(rng, n, dim);
+  const std::vector<uint16_t> h = test::ToBf16Bits(x);
+  std::vector<uint8_t> got(dim + dim / 32);
+  for (bool ceil : {true, false}) {
+    for (size_t v = 0; v < n; ++v) {
+      const float* xv = &x[v * dim];
+      std::memset(got.data(), kPoison, got.size());
+      const uint32_t bad = k.mxfp8_encode_f32(xv, dim, ceil, got.data());
+      ASSERT_EQ(got, test::EncodeVectorOracle(xv, dim, ceil)) << "vector " << v;
+      ASSERT_EQ(bad, CountBadBlocks(xv, dim));
+      // BF16 input: the oracle sees the widened values.
+      std::vector<float> widened(dim);
+      for (uint32_t i = 0; i < dim; ++i) widened[i] = test::FromBits(uint32_t{h[v * dim + i]} << 16);
+      std::memset(got.data(), kPoison, got.size());
+      k.mxfp8_encode_bf16(&h[v * dim], dim, ceil, got.data());
+      ASSERT_EQ(got, test::EncodeVectorOracle(widened.data(), dim, ceil)) << "bf16 vector " << v;
+    }
+  }
+}
+
+TEST(ScalarKernels, EncodeGoldenBytes) {
+  // 1.0 alone: ceil and floor both pick 2^-8 (byte 119); 1.0 * 2^8 = 256 = code 0x78.
+  float x[32] = {};
+  x[0] = 1.0f;
+  x[1] = -0.0f;
+  x[2] = 1.0f / 512;  // 2^-9 * 2^8 = 0.5 -> code 0x30
+  uint8_t out[33];
+  ScalarKernels().mxfp8_encode_f32(x, 32, true, out);
+  EXPECT_EQ(out[0], 0x78);
+  EXPECT_EQ(out[1], 0x80);
+  EXPECT_EQ(out[2], 0x30);
+  EXPECT_EQ(out[3], 0x00);
+  EXPECT_EQ(out[32], 119);
+  // 500 in floor mode: byte 127 + 8 - 8 = 127, 500 saturates to 448 (0x7E);
+  // in ceil mode 500 > 448 needs byte 128: 250 -> nearest 256 (0x78)? 250 lies
+  // between 240 and 256, nearer 256.
+  x[0] = 500.0f;
+  ScalarKernels().mxfp8_encode_f32(x, 32, false, out);
+  EXPECT_EQ(out[32], 127);
+  EXPECT_EQ(out[0], 0x7E);
+  ScalarKernels().mxfp8_encode_f32(x, 32, true, out);
+  EXPECT_EQ(out[32], 128);
+  EXPECT_EQ(out[0], 0x78);
+}
+
+TEST(ScalarKernels, DecodeMatchesOracleForAnyBytes) {
+  const RowKernels& k = ScalarKernels();
+  std::mt19937 rng(2);
+  const uint32_t dim = 256;
+  std::vector<uint8_t> row(dim + dim / 32);
+  std::vector<float> out(dim);
+  std::vector<uint16_t> out16(dim);
+  for (int r = 0; r < 2000; ++r) {
+    for (auto& b : row) b = static_cast<uint8_t>(rng());
+    std::memset(out.data(), kPoison, dim * 4);
+    std::memset(out16.data(), kPoison, dim * 2);
+    const uint32_t bad = k.mxfp8_decode_f32(row.data(), dim, out.data());
+    k.mxfp8_decode_bf16(row.data(), dim, out16.data());
+    uint32_t want_bad = 0;
+    for (uint32_t b = 0; b < dim / 32; ++b) want_bad += row[dim + b] == 0xFF;
+    ASSERT_EQ(bad, want_bad);
+    for (uint32_t i = 0; i < dim; ++i) {
+      const uint32_t want = test::DecodeOracleBits(row[i], row[dim + i / 32]);
+      ASSERT_EQ(test::Bits(out[i]), want) << "row " << r << " element " << i;
+      ASSERT_EQ(out16[i], test::Bf16Oracle(test::FromBits(want))) << "row " << r << " el " << i;
+    }
+  }
+}
+
+TEST(ScalarKernels, PlainFormatsMatchOracle) {
+  const RowKernels& k = ScalarKernels();
+  std::mt19937 rng(3);
+  const uint32_t dim = 128;
+  std::vector<float> x(dim), y(dim);
+  std::vector<uint16_t> h(dim), h2(dim);
+  for (int r = 0; r < 2000; ++r) {
+    for (auto& v : x) v = test::FromBits(static_cast<uint32_t>(rng()));
+    const uint32_t want_bad = CountBadBlocks(x.data(), dim);
+    std::memset(h.data(), kPoison, dim * 2);
+    ASSERT_EQ(k.f32_to_bf16(x.data(), dim, h.data()), want_bad);
+    for (uint32_t i = 0; i < dim; ++i) ASSERT_EQ(h[i], test::Bf16Oracle(x[i]));
+    std::memset(y.data(), kPoison, dim * 4);
+    ASSERT_EQ(k.f32_to_f32(x.data(), dim, y.data()), want_bad);
+    ASSERT_EQ(std::memcmp(x.data(), y.data(), dim * 4), 0);
+    std::memset(y.data(), kPoison, dim * 4);
+    const uint32_t bad16 = k.bf16_to_f32(h.data(), dim, y.data());
+    for (uint32_t i = 0; i < dim; ++i) ASSERT_EQ(test::Bits(y[i]), uint32_t{h[i]} << 16);
+    ASSERT_EQ(bad16, CountBadBlocks(y.data(), dim));
+    std::memset(h2.data(), kPoison, dim * 2);
+    ASSERT_EQ(k.bf16_to_bf16(h.data(), dim, h2.data()), bad16);
+    ASSERT_EQ(h, h2);
+  }
+}
+
+// ---- AVX2 == scalar ---------------------------------------------------------
+
+class Avx2Kernels_ : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    simd_ = Avx2Kernels();
+    if (simd_ == nullptr) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C; only the scalar path runs";
+  }
+  const RowKernels* simd_ = nullptr;
+  const RowKernels& scalar_ = ScalarKernels();
+};
+
+TEST_F(Avx2Kernels_, EncodeIsBitIdenticalOnMillionsOfBlocks) {
+  std::mt19937 rng(4);
+  const uint32_t dim = 512;
+  const size_t n = 4096;  // vectors per round
+  std::vector<uint8_t> a(n * (dim + dim / 32)), b(a.size());
+  const size_t vb = dim + dim / 32;
+  size_t blocks = 0;
+  for (int round = 0; round < 32; ++round) {  // 32 * 4096 * 16 = 2.1M blocks
+    const std::vector<float> x = test::RandomVectors(rng, n, dim);
+    const std::vector<uint16_t> h = test::ToBf16Bits(x);
+    const bool ceil = round % 2 == 0;
+    const bool bf16 = round % 4 >= 2;
+    std::memset(a.data(), kPoison, a.size());
+    std::memset(b.data(), 0x5A, b.size());
+    for (size_t v = 0; v < n; ++v) {
+      uint32_t bad_a, bad_b;
+      if (bf16) {
+        bad_a = scalar_.mxfp8_encode_bf16(&h[v * dim], dim, ceil, &a[v * vb]);
+        bad_b = simd_->mxfp8_encode_bf16(&h[v * dim], dim, ceil, &b[v * vb]);
+      } else {
+        bad_a = scalar_.mxfp8_encode_f32(&x[v * dim], dim, ceil, &a[v * vb]);
+        bad_b = simd_->mxfp8_encode_f32(&x[v * dim], dim, ceil, &b[v * vb]);
+      }
+      ASSERT_EQ(bad_a, bad_b);
+    }
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(a[i], b[i]) << "round " << round << " byte " << i << " (vector " << i / vb
+                            << ", ceil " << ceil << ", bf16 " << bf16 << ")";
+    blocks += n * dim / 32;
+  }
+  EXPECT_GE(blocks, 2000000u);
+}
+
+TEST_F(Avx2Kernels_, DecodeIsBitIdentical) {
+  std::mt19937 rng(5);
+  const uint32_t dim = 512;
+  const size_t vb = dim + dim / 32;
+  const size_t n = 2048;
+  std::vector<uint8_t> rows(n * vb);
+  std::vector<float> fa(n * dim), fb(n * dim);
+  std::vector<uint16_t> ha(n * dim), hb(n * dim);
+  for (int round = 0; round < 12; ++round) {
+    if (round % 2 == 0) {  // any bytes: NaN codes, NaN and huge scales included
+      for (auto& byte : rows) byte = static_cast<uint8_t>(rng());
+    } else {  // what the encoder writes
+      const std::vector<float> x = test::RandomVectors(rng, n, dim);
+      for (size_t v = 0; v < n; ++v)
+        scalar_.mxfp8_encode_f32(&x[v * dim], dim, round % 4 == 1, &rows[v * vb]);
+    }
+    std::memset(fa.data(), kPoison, fa.size() * 4);
+    std::memset(fb.data(), 0x5A, fb.size() * 4);
+    std::memset(ha.data(), kPoison, ha.size() * 2);
+    std::memset(hb.data(), 0x5A, hb.size() * 2);
+    for (size_t v = 0; v < n; ++v) {
+      ASSERT_EQ(scalar_.mxfp8_decode_f32(&rows[v * vb], dim, &fa[v * dim]),
+                simd_->mxfp8_decode_f32(&rows[v * vb], dim, &fb[v * dim]));
+      ASSERT_EQ(scalar_.mxfp8_decode_bf16(&rows[v * vb], dim, &ha[v * dim]),
+                simd_->mxfp8_decode_bf16(&rows[v * vb], dim, &hb[v * dim]));
+    }
+    ASSERT_EQ(std::memcmp(fa.data(), fb.data(), fa.size() * 4), 0) << "round " << round;
+    ASSERT_EQ(ha, hb) << "round " << round;
+  }
+}
+
+TEST_F(Avx2Kernels_, PlainFormatsAreBitIdentical) {
+  std::mt19937 rng(6);
+  const uint32_t dim = 512;
+  std::vector<float> x(dim), ya(dim), yb(dim);
+  std::vector<uint16_t> h(dim), ha(dim), hb(dim);
+  for (int r = 0; r < 4000; ++r) {
+    for (auto& v : x) v = test::FromBits(static_cast<uint32_t>(rng()));
+    if (r % 2) {  // mostly finite rows too, so that some blocks are clean
+      for (auto& v : x) v = std::isfinite(v) ? v : 1.0f;
+      x[rng() % dim] = test::FromBits(0x7F800000u | (rng() & 0x807FFFFFu));
+    }
+    for (auto& v : h) v = static_cast<uint16_t>(rng());
+    ASSERT_EQ(scalar_.f32_to_f32(x.data(), dim, ya.data()), simd_->f32_to_f32(x.data(), dim, yb.data()));
+    ASSERT_EQ(std::memcmp(ya.data(), yb.data(), dim * 4), 0);
+    ASSERT_EQ(scalar_.f32_to_bf16(x.data(), dim, ha.data()), simd_->f32_to_bf16(x.data(), dim, hb.data()));
+    ASSERT_EQ(ha, hb);
+    ASSERT_EQ(scalar_.bf16_to_f32(h.data(), dim, ya.data()), simd_->bf16_to_f32(h.data(), dim, yb.data()));
+    ASSERT_EQ(std::memcmp(ya.data(), yb.data(), dim * 4), 0);
+    ASSERT_EQ(scalar_.bf16_to_bf16(h.data(), dim, ha.data()), simd_->bf16_to_bf16(h.data(), dim, hb.data()));
+    ASSERT_EQ(ha, hb);
+  }
+}
+
+TEST(ActiveKernels, PicksAvx2WhenAvailable) {
+  const char* env = std::getenv("SWACACHE_CODEC");
+  if (env != nullptr && std::strcmp(env, "scalar") == 0) GTEST_SKIP() << "SWACACHE_CODEC=scalar";
+  EXPECT_EQ(&ActiveKernels(), Avx2Kernels() != nullptr ? Avx2Kernels() : &ScalarKernels());
+}
+
+}  // namespace
+}  // namespace swa::codec
