@@ -1,0 +1,156 @@
+// StepPlan: one engine step turned into every index the step needs, once, for
+// all layers (SPEC sections 2, 5, 8; docs/planner.md). Pure host code; the
+// arrays are plain int32 so either backend can consume them directly.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "cache/cache.h"
+#include "plan/fast_mod.h"
+#include "plan/plan_buffer.h"
+
+namespace swa::plan {
+
+// Same memory layout as swa_seq_t (checked in the C API).
+struct SeqInput {
+  uint32_t slot;
+  int32_t seqlen_q;
+  int32_t seqlen_k;
+  int32_t valid_start;
+};
+
+enum class Path : int { kNone = 0, kRing = 1, kStaged = 2 };  // == swa_plan_path_t
+enum class IndexPad : int { kMinusOne = 0, kLastRow = 1 };    // == swa_index_pad_t
+
+struct PlanOptions {
+  IndexPad index_pad = IndexPad::kMinusOne;
+  // Keep the [T, W] decode index inside the plan (decode_index()); without it
+  // only offset_len is kept and WriteDecodeIndex() produces the index on demand.
+  bool materialize_index = true;
+};
+
+// One validated sequence of the batch (same layout as the backends' StepSeq).
+struct PlannedSeq {
+  uint32_t slot;
+  int32_t seqlen_q;
+  int32_t seqlen_k;
+  int32_t q_start;       // seqlen_k - seqlen_q
+  int32_t valid_start;   // effective: max(slot's, the seq's)
+  int32_t token_offset;  // new tokens of the sequences before this one
+};
+
+// A slot's state before the build, and the ring_high the build set, for Cancel().
+struct PrevSlotState {
+  int32_t written_end;
+  int32_t valid_start;
+  int32_t ring_high;
+  int32_t new_ring_high;
+};
+
+// (dst_row, src_row or -1, count). Load: dst = section-1 row, src = ring row.
+// Store: dst = ring row, src = new-token index t (batch order).
+struct Segment {
+  int32_t dst_row;
+  int32_t src_row;
+  int32_t count;
+};
+
+class StepPlan {
+ public:
+  // `cache` is borrowed and must outlive the plan.
+  explicit StepPlan(Cache* cache, PlanOptions options = {});
+  StepPlan(const StepPlan&) = delete;
+  StepPlan& operator=(const StepPlan&) = delete;
+
+  // Validates the whole batch against the slot table and, when every sequence
+  // is legal, advances each slot (written_end = seqlen_k, valid_start raised)
+  // and fills the arrays. On error nothing changes (slots and this plan).
+  // Rebuilding a built plan keeps the previous build's slot updates.
+  absl::Status Build(absl::Span<const SeqInput> seqs);
+
+  // Restores the slots this build advanced. FAILED_PRECONDITION when there is
+  // no build, after MarkExecuted(), or when a slot changed since the build.
+  absl::Status Cancel();
+
+  // Called once a layer of the step has run: the step can no longer be undone.
+  // Safe to call from several layers' threads at once.
+  void MarkExecuted() { executed_.store(true, std::memory_order_relaxed); }
+
+  // ---- What was planned ----
+  Path path() const { return path_; }
+  bool built() const { return path_ != Path::kNone; }
+  bool executed() const { return executed_.load(std::memory_order_relaxed); }
+  const PlanOptions& options() const { return options_; }
+  const Cache& cache() const { return *cache_; }
+  int32_t window() const { return window_; }
+  int32_t ring_len() const { return ring_len_; }
+  uint32_t n_seqs() const { return static_cast<uint32_t>(seqs_.size()); }
+  int32_t n_tokens() const { return n_tokens_; }
+  int32_t max_seqlen_q() const { return max_seqlen_q_; }
+  int32_t max_seqlen_k() const { return max_seqlen_k_; }
+  // Staging rows: section 1 = n_seqs * W rows, section 2 = T rows after it.
+  int32_t history_rows() const { return static_cast<int32_t>(n_seqs()) * window_; }
+
+  absl::Span<const PlannedSeq> seqs() const { return seqs_.span(); }
+  // [n_seqs + 1]: exclusive prefix sums of seqlen_q (cu_seqlens_q).
+  absl::Span<const int32_t> cu_seqlens() const { return cu_seqlens_.span(); }
+  // [T]: sequence index of each new token.
+  absl::Span<const int32_t> token_seq() const { return token_seq_.span(); }
+  // [T]: ring row each new token is stored to, -1 when it is not stored.
+  absl::Span<const int32_t> store_rows() const { return store_rows_.span(); }
+  // Runs of the store plan, at most two per sequence (split at the wrap).
+  absl::Span<const Segment> store_segments() const { return store_segments_.span(); }
+
+  // Ring-only path (empty on the staged path).
+  absl::Span<const int32_t> offset_len() const { return offset_len_.span(); }    // [T, 2]
+  absl::Span<const int32_t> decode_index() const { return decode_index_.span(); }  // [T, W]
+  // Writes the decode arrays into caller memory; either pointer may be null.
+  // Requires path() == kRing.
+  void WriteDecodeIndex(int32_t* offset_len, int32_t* index) const;
+
+  // Staged path (empty on the ring-only path).
+  absl::Span<const Segment> load_segments() const { return load_segments_.span(); }
+  absl::Span<const int32_t> pivots() const { return pivots_.span(); }  // [T, 4]
+
+ private:
+  absl::Status ValidateAndCommit(absl::Span<const SeqInput> seqs);
+  void Clear();
+  void FillCommon();
+  size_t FillStore(PlannedSeq s, int32_t first, int32_t r_first, size_t n_segs);
+  void FillRing();
+  void FillStaged();
+  void FillIndexRows(int32_t* index, int32_t t_begin, int32_t t_end) const;
+
+  Cache* cache_;
+  PlanOptions options_;
+  int32_t window_;
+  int32_t ring_len_;
+  FastMod ring_mod_;  // p mod R
+
+  Path path_ = Path::kNone;
+  std::atomic<bool> executed_{false};
+  int32_t n_tokens_ = 0;
+  int32_t max_seqlen_q_ = 0;
+  int32_t max_seqlen_k_ = 0;
+
+  PlanBuffer<PlannedSeq> seqs_;
+  PlanBuffer<PrevSlotState> prev_;
+  PlanBuffer<PlannedSeq> scratch_;     // validation output, swapped in on success
+  PlanBuffer<PrevSlotState> scratch_prev_;
+  PlanBuffer<uint64_t> slot_mark_;     // duplicate-slot detection (validate.h)
+  uint32_t build_stamp_ = 0;
+  PlanBuffer<int32_t> cu_seqlens_;
+  PlanBuffer<int32_t> token_seq_;
+  PlanBuffer<int32_t> store_rows_;
+  PlanBuffer<Segment> store_segments_;
+  PlanBuffer<int32_t> offset_len_;
+  PlanBuffer<int32_t> decode_index_;
+  PlanBuffer<Segment> load_segments_;
+  PlanBuffer<int32_t> pivots_;
+};
+
+}  // namespace swa::plan
