@@ -1,0 +1,146 @@
+// Save and restore throughput of one DeepSeek-V4-like sequence (W = 128,
+// N = 5, 20 stored + 20 dropped MQA layers of 134 x 528 bytes) through the
+// built-in memory store, next to memcpy of the same stored bytes measured in
+// the same run. Targets: save >= 0.5x memcpy, restore >= 0.4x memcpy (a
+// restore copies twice and verifies a CRC32C in between, by design).
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cache/cache.h"
+#include "store/crc32c.h"
+#include "store/kv_store.h"
+#include "store/memory_store.h"
+#include "store/store_adaptor.h"
+
+namespace {
+
+struct Fixture {
+  std::unique_ptr<swa::Cache> cache;
+  uint32_t src = 0, dst = 0;
+  uint64_t stored_bytes = 0;
+  std::vector<uint8_t> copy_dst;
+
+  Fixture() {
+    swa::ModelSpec spec;
+    spec.window = 128;
+    spec.draft_tokens = 5;  // R = 134
+    spec.max_slots = 4;
+    for (int i = 0; i < 40; ++i) {
+      swa::LayerSpec l;  // MQA, 1 x 512-wide MXFP8 vector = 528 bytes per token
+      l.role = i < 20 ? swa::Role::kStored : swa::Role::kDropped;
+      spec.layers.push_back(l);
+    }
+    cache = std::move(*swa::Cache::Create(spec, swa::CacheOptions{}));
+    src = *cache->slots().Alloc();
+    dst = *cache->slots().Alloc();
+    stored_bytes = cache->layout().stored_bytes();
+    std::mt19937_64 rng(1);
+    for (uint64_t i = 0; i < cache->layout().pool_bytes(); ++i)
+      cache->pool()[i] = static_cast<uint8_t>(rng());
+    (void)cache->slots().Set(src, {true, 100000, 99872});
+    cache->SetStore(*swa::StoreAdaptor::Create(
+        swa::MakeStoreTable(std::make_unique<swa::MemoryStore>(uint64_t{1} << 30)),
+        cache->layout().fingerprint()));
+    copy_dst.resize(stored_bytes, 1);
+    if (!cache->SaveSlot(src, "bench-seq").ok()) std::abort();
+  }
+};
+
+Fixture& F() {
+  static Fixture f;
+  return f;
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  Fixture& f = F();
+  for (auto _ : state) {
+    std::memcpy(f.copy_dst.data(), f.cache->slot_base(f.src), f.stored_bytes);
+    benchmark::DoNotOptimize(f.copy_dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(f.stored_bytes));
+}
+
+void BM_Save(benchmark::State& state) {
+  Fixture& f = F();
+  for (auto _ : state) {
+    if (!f.cache->SaveSlot(f.src, "bench-seq").ok()) state.SkipWithError("save failed");
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(f.stored_bytes));
+}
+
+void BM_Restore(benchmark::State& state) {
+  Fixture& f = F();
+  for (auto _ : state) {
+    if (!f.cache->RestoreSlot(f.dst, "bench-seq").ok()) state.SkipWithError("restore failed");
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(f.stored_bytes));
+}
+
+void BM_Crc32c(benchmark::State& state) {
+  Fixture& f = F();
+  const auto impl = static_cast<swa::Crc32cImpl>(state.range(0));
+  if (!swa::Crc32cSupported(impl)) {
+    state.SkipWithError("not supported on this CPU");
+    return;
+  }
+  state.SetLabel(swa::Crc32cImplName(impl));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(swa::Crc32cWith(impl, 0, f.cache->slot_base(f.src), f.stored_bytes));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(f.stored_bytes));
+}
+
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(BM_Save)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(BM_Restore)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(BM_Crc32c)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+
+// Records bytes/s per benchmark so that main() can print the ratios.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      auto it = r.counters.find("bytes_per_second");
+      const std::string name = r.benchmark_name().substr(0, r.benchmark_name().find('/'));
+      if (it != r.counters.end() && !r.error_occurred && !rate_.contains(name))
+        rate_[name] = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  double rate(const std::string& name) const {
+    auto it = rate_.find(name);
+    return it == rate_.end() ? 0.0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> rate_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  const double copy = reporter.rate("BM_Memcpy");
+  const double save = reporter.rate("BM_Save");
+  const double restore = reporter.rate("BM_Restore");
+  std::printf("\nstored region: %llu bytes (20 layers x 134 x 528), checksum: %s\n",
+              static_cast<unsigned long long>(F().stored_bytes),
+              swa::Crc32cImplName(swa::Crc32cBestImpl()));
+  if (copy > 0) {
+    std::printf("memcpy   %8.2f GB/s\n", copy / 1e9);
+    std::printf("save     %8.2f GB/s  = %.2fx memcpy (target >= 0.50x)\n", save / 1e9, save / copy);
+    std::printf("restore  %8.2f GB/s  = %.2fx memcpy (target >= 0.40x)\n", restore / 1e9,
+                restore / copy);
+  }
+  benchmark::Shutdown();
+  return 0;
+}

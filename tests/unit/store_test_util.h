@@ -1,0 +1,211 @@
+// Shared helpers of the store tests: a small cache, random slot contents, an
+// independent bitwise CRC32C, and a fault-injecting store wrapper.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache.h"
+#include "gtest/gtest.h"
+#include "store/kv_store.h"
+
+namespace swa::testing {
+
+// 3 stored + 2 dropped layers (one with compression state), W = 16, N = 2.
+inline ModelSpec SmallSpec(uint32_t window = 16) {
+  ModelSpec spec;
+  spec.window = window;
+  spec.draft_tokens = 2;
+  spec.max_slots = 8;
+  for (int i = 0; i < 5; ++i) {
+    LayerSpec l;
+    l.role = i < 3 ? Role::kStored : Role::kDropped;
+    l.head_dim = 64;
+    l.kv_heads = 2;
+    l.q_heads = 4;
+    l.shared_kv = (i % 2) == 0;
+    l.format = i == 1 ? Format::kBf16 : Format::kMxfp8;
+    if (i == 4) {
+      l.compress_ratio = 4;
+      l.compress_entry_bytes = 100;
+    }
+    spec.layers.push_back(l);
+  }
+  return spec;
+}
+
+inline std::unique_ptr<Cache> MakeCache(const ModelSpec& spec = SmallSpec()) {
+  absl::StatusOr<std::unique_ptr<Cache>> c = Cache::Create(spec, CacheOptions{});
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+inline void FillRandom(uint8_t* p, size_t n, std::mt19937_64& rng) {
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng() | 1);  // never zero
+}
+
+// A whole pool as a byte vector (host pools only).
+inline std::vector<uint8_t> PoolBytes(const Cache& c) {
+  return std::vector<uint8_t>(c.pool(), c.pool() + c.layout().pool_bytes());
+}
+
+// Bit-at-a-time CRC32C straight from the definition: the oracle.
+inline uint32_t ReferenceCrc32c(const uint8_t* p, size_t n, uint32_t crc = 0) {
+  crc = ~crc;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+  }
+  return ~crc;
+}
+
+inline uint64_t ReadLe(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+inline void WriteLe(uint8_t* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// Recomputes a v1 blob's checksum field with the reference CRC, so that a
+// test can forge a *valid* blob from another layout or writer.
+inline void ResealBlob(std::vector<uint8_t>& blob) {
+  uint32_t crc = ReferenceCrc32c(blob.data(), 60);
+  crc = ReferenceCrc32c(blob.data() + 64, blob.size() - 64, crc);
+  WriteLe(blob.data() + 60, crc, 4);
+}
+
+// What the fault store does to calls; every field may change while in use.
+struct Faults {
+  std::atomic<int> fail_put{0};      // status code returned instead, 0 = none
+  std::atomic<int> fail_get{0};
+  std::atomic<int> fail_exists{0};
+  std::atomic<int> fail_remove{0};
+  std::atomic<int64_t> flip_bit{-1};     // get: flip this bit of the blob
+  std::atomic<int64_t> truncate_to{-1};  // get: blob cut to this many bytes
+  std::atomic<int64_t> extend_by{0};     // get: this many extra bytes appended
+  std::atomic<int64_t> short_read{0};    // get: report this many bytes fewer, OK, fill nothing
+  std::atomic<bool> ok_without_data{false};  // get: OK, right size, buffers untouched
+  std::atomic<int> set_version{-1};      // get: version field replaced (not resealed)
+  std::atomic<int64_t> set_fingerprint_xor{0};  // get: fingerprint XORed, then resealed
+  std::atomic<int> delay_ms{0};          // every call sleeps first
+  std::atomic<int> gets{0};
+  std::atomic<int> puts{0};
+};
+
+// Wraps another store's table (and owns it: release is forwarded).
+class FaultStore final : public KvStore {
+ public:
+  FaultStore(swa_kv_store_t inner, std::shared_ptr<Faults> faults)
+      : inner_(inner), faults_(std::move(faults)) {}
+  ~FaultStore() override {
+    if (inner_.release != nullptr) inner_.release(inner_.user_data);
+  }
+
+  absl::Status Put(std::string_view key, absl::Span<const swa_iov_t> iov) override {
+    Delay();
+    ++faults_->puts;
+    if (int c = faults_->fail_put.load()) return Injected(c, "put");
+    char msg[SWA_STORE_MESSAGE_BYTES] = {0};
+    return Code(inner_.put(inner_.user_data, Key(key), key.size(), iov.data(), iov.size(), msg,
+                           sizeof msg),
+                msg);
+  }
+
+  absl::Status Get(std::string_view key, absl::Span<const swa_iov_t> iov,
+                   uint64_t* blob_size) override {
+    Delay();
+    ++faults_->gets;
+    if (int c = faults_->fail_get.load()) return Injected(c, "get");
+    const uint64_t want = IovBytes(iov);
+    if (faults_->ok_without_data.load()) {
+      *blob_size = want;
+      return absl::OkStatus();
+    }
+    // Read the true blob whole, then mutate it.
+    std::vector<uint8_t> blob(want);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      swa_iov_t one = {sizeof(swa_iov_t), blob.data(), blob.size()};
+      uint64_t size = blob.size();
+      char msg[SWA_STORE_MESSAGE_BYTES] = {0};
+      if (absl::Status s = Code(inner_.get(inner_.user_data, Key(key), key.size(), &one, 1, &size,
+                                           msg, sizeof msg),
+                                msg);
+          !s.ok())
+        return s;
+      if (size == blob.size()) break;
+      blob.resize(size);
+    }
+    if (int64_t bit = faults_->flip_bit.load(); bit >= 0 && static_cast<uint64_t>(bit / 8) < blob.size())
+      blob[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    if (int64_t t = faults_->truncate_to.load(); t >= 0 && static_cast<uint64_t>(t) < blob.size())
+      blob.resize(t);
+    for (int64_t i = 0; i < faults_->extend_by.load(); ++i) blob.push_back(static_cast<uint8_t>(0xA5 ^ i));
+    if (int v = faults_->set_version.load(); v >= 0 && blob.size() >= 64) WriteLe(&blob[4], v, 2);
+    if (int64_t x = faults_->set_fingerprint_xor.load(); x != 0 && blob.size() >= 64) {
+      WriteLe(&blob[8], ReadLe(&blob[8], 8) ^ static_cast<uint64_t>(x), 8);
+      ResealBlob(blob);
+    }
+    if (int64_t s = faults_->short_read.load(); s > 0) {
+      *blob_size = blob.size() > static_cast<uint64_t>(s) ? blob.size() - s : 0;
+      return absl::OkStatus();
+    }
+    *blob_size = blob.size();
+    if (blob.size() != want) return absl::OkStatus();
+    const uint8_t* src = blob.data();
+    for (const swa_iov_t& v : iov) {
+      std::memcpy(v.data, src, v.size);
+      src += v.size;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<bool> Exists(std::string_view key) override {
+    Delay();
+    if (int c = faults_->fail_exists.load()) return Injected(c, "exists");
+    char msg[SWA_STORE_MESSAGE_BYTES] = {0};
+    uint32_t e = 0;
+    if (absl::Status s = Code(inner_.exists(inner_.user_data, Key(key), key.size(), &e, msg,
+                                            sizeof msg),
+                              msg);
+        !s.ok())
+      return s;
+    return e != 0;
+  }
+
+  absl::Status Remove(std::string_view key) override {
+    Delay();
+    if (int c = faults_->fail_remove.load()) return Injected(c, "remove");
+    char msg[SWA_STORE_MESSAGE_BYTES] = {0};
+    return Code(inner_.remove(inner_.user_data, Key(key), key.size(), msg, sizeof msg), msg);
+  }
+
+ private:
+  static const uint8_t* Key(std::string_view k) { return reinterpret_cast<const uint8_t*>(k.data()); }
+  static absl::Status Code(swa_status_t c, const char* msg) {
+    if (c == SWA_OK) return absl::OkStatus();
+    return absl::Status(static_cast<absl::StatusCode>(c), msg);
+  }
+  static absl::Status Injected(int code, const char* call) {
+    return absl::Status(static_cast<absl::StatusCode>(code),
+                        std::string("injected failure of ") + call);
+  }
+  void Delay() const {
+    if (int ms = faults_->delay_ms.load(); ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+
+  swa_kv_store_t inner_;
+  std::shared_ptr<Faults> faults_;
+};
+
+}  // namespace swa::testing
