@@ -1,0 +1,59 @@
+// The CPU attention core: sliding-window attention (SPEC section 6) over FP32
+// tiles of keys/values, for many sequences at once. The caller (swa_step on the
+// CPU backend) dequantises each sequence's visible KV rows into a tile and
+// describes, per query token, which rows of that tile it sees.
+//
+// Design, measured numbers and the benchmark command: docs/cpu_attention.md.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/thread_pool.h"
+
+namespace swa::cpu {
+
+struct AttentionShape {
+  int q_heads;         // Hq
+  int kv_heads;        // Hkv; query head h uses KV head h / (Hq / Hkv)
+  int head_dim;        // D, a multiple of 32 in [32, 1024]
+  float scale;         // softmax scale (already resolved; never 0 here)
+  const float* sinks;  // [Hq] unscaled sink logits, or nullptr
+};
+
+// One sequence's problem. Keys are a tile of consecutive positions; token t
+// sees rows [key_begin[t], key_end[t]) of the tile (non-empty for every token;
+// an empty range yields a zero output row, SPEC section 6). Rows of the tile
+// that no token sees are never read into an output, so they may hold anything
+// (NaN included).
+struct SeqProblem {
+  int n_tokens;
+  const float* q;  // [n_tokens, Hq, D] contiguous
+  int n_keys;
+  const float* k;            // [n_keys, Hkv, D] contiguous
+  const float* v;            // [n_keys, Hkv, D]; may equal k (shared K/V)
+  const int32_t* key_begin;  // [n_tokens]
+  const int32_t* key_end;    // [n_tokens]
+  float* out;                // [n_tokens, Hq, D]; must not overlap the inputs
+};
+
+// Computes o = sum_j exp(z_j - m) v_j / (sum_j exp(z_j - m) + exp(S_h - m)),
+// z_j = scale * q.k_j, m = max(max_j z_j, S_h) (no sink term when sinks ==
+// nullptr), with FP32 accumulation. Thread-safe for distinct problems; `pool`
+// may be nullptr (runs on the calling thread). Allocates nothing once the
+// calling and pool threads have seen a problem of this size (each thread keeps
+// a workspace that only grows).
+void Attend(const AttentionShape& shape, const SeqProblem* problems, int n_problems,
+            ThreadPool* pool);
+
+// Which micro-kernels run. kAuto picks AVX2/FMA when the CPU has it.
+enum class AttentionIsa { kAuto, kPortable, kAvx2 };
+
+// True when the AVX2/FMA kernels are compiled in and the CPU supports them.
+bool Avx2KernelsAvailable();
+
+// Attend with a chosen kernel set (tests compare the paths). kAvx2 on a CPU
+// without AVX2/FMA falls back to the portable kernels.
+void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProblem* problems,
+                   int n_problems, ThreadPool* pool);
+
+}  // namespace swa::cpu

@@ -1,0 +1,47 @@
+// The inner kernels of the CPU attention core, one table per instruction set.
+// attention.cc owns the blocking, masking and online softmax; these own the
+// arithmetic. Every set computes the same functions (results agree to rounding).
+#pragma once
+
+#include <cstddef>
+
+namespace swa::cpu {
+
+// Register-tile shape shared by every kernel set: up to kTileRows query rows by
+// kTileCols columns; the driver packs K^T in panels of kTileCols keys.
+inline constexpr int kTileRows = 6;
+inline constexpr int kTileCols = 16;
+
+struct AttentionKernels {
+  const char* name;
+
+  // C[m][16] = (accumulate ? C : 0) + A[m][k] * B[k][16], 1 <= m <= 6, where A row i is at
+  // a + i * lda (k contiguous floats) and B row kk is at b + kk * ldb (16
+  // contiguous floats). C row i is at c + i * ldc. Used for both GEMMs of
+  // attention: scores (A = scaled Q, B = a packed K^T panel) and values
+  // (A = probabilities, B = 16 columns of V read in place).
+  void (*gemm)(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb,
+               float* c, ptrdiff_t ldc, bool accumulate);
+
+  // max(x[0..n)); n >= 1.
+  float (*row_max)(const float* x, int n);
+
+  // x[i] = exp(x[i] - m) in place; returns the sum of the new values.
+  // Requires x[i] <= m (inputs above m are clamped, never overflow).
+  float (*exp_sum)(float* x, int n, float m);
+
+  // dst[i] = src[i] * s for i < n.
+  void (*scale_row)(float* dst, const float* src, int n, float s);
+
+  // Packs keys [0, n_keys) (row r at k + r * ldk, d contiguous) transposed
+  // into kTileCols-key panels: dst[p][d][c] = key p*16+c, element d. Keys past
+  // n_keys in the last panel are zero. dst holds ceil(n_keys/16)*16*d floats.
+  void (*pack_kt)(const float* k, ptrdiff_t ldk, int n_keys, int d, float* dst);
+};
+
+const AttentionKernels& PortableAttentionKernels();
+
+// nullptr when the build has no AVX2 path (non-x86); does not check the CPU.
+const AttentionKernels* Avx2AttentionKernels();
+
+}  // namespace swa::cpu
