@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "backend/project_work.h"
+#include "backend/step_work.h"
 
 namespace swa {
 
@@ -26,6 +28,14 @@ class Backend {
   virtual absl::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
   virtual absl::Status CopyFromHost(void* dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status Memset(void* dst, int value, size_t bytes) = 0;
+
+  // One layer of a planned step (SPEC sections 5 and 6): encode the new K/V,
+  // build the keys each token sees, attend, store into the ring.
+  virtual absl::Status RunStep(const StepWork& work, StepResult* result) = 0;
+
+  // The merged projection GEMM of swa_project(). The default runs the blocked
+  // CPU GEMM of src/project/ on host memory; the CUDA backend uses cuBLASLt.
+  virtual absl::Status Project(const ProjectWork& work);
 };
 
 // The CPU backend; `num_threads` = 0 means the machine's hardware threads.

@@ -1,10 +1,18 @@
 #include "cache/cache.h"
 
 #include <cstdint>
+#include <cstring>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#ifdef SWACACHE_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "common/status_macros.h"
+#include "store/blob.h"
+#include "store/store_adaptor.h"
+#include "store/stream_copy.h"
 
 namespace swa {
 
@@ -23,9 +31,15 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Create(const ModelSpec& spec,
     case BackendKind::kCpu:
       backend = MakeCpuBackend(options.num_threads);
       break;
-    case BackendKind::kCuda:
+    case BackendKind::kCuda: {
+#ifdef SWACACHE_HAVE_CUDA
+      SWA_ASSIGN_OR_RETURN(backend, MakeCudaBackend(options.device));
+      break;
+#else
       return absl::UnimplementedError(
-          "backend = SWA_BACKEND_CUDA: the CUDA backend is not available in this build yet");
+          "backend = SWA_BACKEND_CUDA: this build of the library has no CUDA backend");
+#endif
+    }
   }
   if (backend == nullptr)
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -60,5 +74,83 @@ absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
   slots_.StateLocked(dst) = slots_.StateLocked(src);
   return absl::OkStatus();
 }
+
+// ---- External KV store (SPEC section 7; owned by src/store/) ------------------
+
+void Cache::SetStore(std::shared_ptr<StoreAdaptor> store) {
+  std::shared_ptr<StoreAdaptor> old;
+  {
+    absl::MutexLock lock(&store_mu_);
+    old = std::exchange(store_, std::move(store));
+  }
+  // `old` is released here, outside the lock (its release callback may call us).
+}
+
+std::shared_ptr<StoreAdaptor> Cache::store() const {
+  absl::MutexLock lock(&store_mu_);
+  return store_;
+}
+
+absl::StatusOr<std::shared_ptr<StoreAdaptor>> Cache::RequireStore() const {
+  std::shared_ptr<StoreAdaptor> s = store();
+  if (s == nullptr)
+    return absl::FailedPreconditionError(
+        "no external KV store is attached to this cache (see swa_cache_set_store)");
+  return s;
+}
+
+absl::Status Cache::SaveSlot(uint32_t slot, std::string_view key) {
+  SWA_RETURN_IF_ERROR(StoreAdaptor::CheckKey(key));
+  SWA_ASSIGN_OR_RETURN(std::shared_ptr<StoreAdaptor> store, RequireStore());
+  BlobHeader header;
+  header.fingerprint = layout_.fingerprint();
+  header.payload_bytes = layout_.stored_bytes();
+  {
+    absl::MutexLock lock(&slots_.mu());
+    SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(slot));
+    header.written_end = slots_.StateLocked(slot).written_end;
+    header.valid_start = slots_.StateLocked(slot).valid_start;
+    header.ring_high = slots_.StateLocked(slot).ring_high;
+  }
+  // The stored region is bytes [0, stored_bytes) of the slot: a host pool is
+  // handed to the store in place, a device pool goes through a host copy.
+  if (backend_->kind() == BackendKind::kCpu)
+    return store->WriteBlob(key, header, slot_base(slot));
+  StagingPool::Lease staging = store_staging_.Acquire(header.payload_bytes);
+  SWA_RETURN_IF_ERROR(backend_->CopyToHost(staging.data(), slot_base(slot), header.payload_bytes));
+  return store->WriteBlob(key, header, staging.data());
+}
+
+absl::Status Cache::RestoreSlot(uint32_t slot, std::string_view key) {
+  SWA_RETURN_IF_ERROR(StoreAdaptor::CheckKey(key));
+  SWA_ASSIGN_OR_RETURN(std::shared_ptr<StoreAdaptor> store, RequireStore());
+  {
+    absl::MutexLock lock(&slots_.mu());
+    SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(slot));  // fail before any store I/O
+  }
+  const BlobExpectation expect{layout_.fingerprint(), layout_.stored_bytes()};
+  StagingPool::Lease staging = store_staging_.Acquire(kBlobHeaderBytes + expect.payload_bytes);
+  uint8_t* header = staging.data();
+  uint8_t* payload = header + kBlobHeaderBytes;
+  // A reused buffer may hold an earlier valid blob: clear its header so that a
+  // store that returns OK without writing cannot pass the old blob off.
+  std::memset(header, 0, kBlobHeaderBytes);
+  SWA_ASSIGN_OR_RETURN(BlobHeader blob, store->ReadBlob(key, expect, header, payload));
+  // Verified: only now is the slot touched. The slot lock is held for the copy
+  // so that the slot cannot be freed and reused under it.
+  absl::MutexLock lock(&slots_.mu());
+  SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(slot));
+  if (backend_->kind() == BackendKind::kCpu)
+    StreamCopy(slot_base(slot), payload, expect.payload_bytes);  // no read-for-ownership
+  else
+    SWA_RETURN_IF_ERROR(backend_->CopyFromHost(slot_base(slot), payload, expect.payload_bytes));
+  SlotState& state = slots_.StateLocked(slot);
+  state.written_end = blob.written_end;
+  state.valid_start = blob.valid_start;
+  state.ring_high = blob.ring_high;  // rejected drafts in the saved rings count too
+  return absl::OkStatus();
+}
+
+// ---- end of the external KV store block ---------------------------------------
 
 }  // namespace swa

@@ -1,15 +1,27 @@
 // A cache: layout + slot pool (backend memory) + slot table.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
 #include "cache/slot_table.h"
 #include "layout/layout.h"
+#include "store/staging_pool.h"
 
 namespace swa {
+
+class StoreAdaptor;  // store/store_adaptor.h
+
+// Counters behind swa_cache_stats().
+struct CacheCounters {
+  std::atomic<uint64_t> steps{0};
+  std::atomic<uint64_t> tokens{0};
+  std::atomic<uint64_t> nonfinite_blocks{0};
+};
 
 struct CacheOptions {
   BackendKind backend = BackendKind::kCpu;
@@ -37,6 +49,21 @@ class Cache {
   // Copies every byte and the metadata of `src` into `dst` (both allocated).
   absl::Status CopySlot(uint32_t src, uint32_t dst);
 
+  CacheCounters& counters() { return counters_; }
+  const CacheCounters& counters() const { return counters_; }
+
+  // ---- External KV store (SPEC section 7; owned by src/store/) ----------------
+  // Attaches `store` (nullptr detaches). A save/restore in flight keeps the
+  // store it started with; the old one is released when the last user ends.
+  void SetStore(std::shared_ptr<StoreAdaptor> store);
+  std::shared_ptr<StoreAdaptor> store() const;
+  // Persists the slot's stored region under `key` (put reads host pools in place).
+  absl::Status SaveSlot(uint32_t slot, std::string_view key);
+  // Reads, verifies, then overwrites the stored region and written_end /
+  // valid_start / ring_high; any failure leaves the slot byte-for-byte unchanged.
+  absl::Status RestoreSlot(uint32_t slot, std::string_view key);
+  // ---- end of the external KV store block ------------------------------------
+
  private:
   Cache(Layout layout, std::unique_ptr<Backend> backend);
 
@@ -45,6 +72,14 @@ class Cache {
   SlotTable slots_;
   uint8_t* pool_ = nullptr;
   bool owns_pool_ = false;
+  CacheCounters counters_;
+
+  // ---- External KV store --------------------------------------------------------
+  absl::StatusOr<std::shared_ptr<StoreAdaptor>> RequireStore() const;
+  mutable absl::Mutex store_mu_;
+  std::shared_ptr<StoreAdaptor> store_ ABSL_GUARDED_BY(store_mu_);
+  StagingPool store_staging_;
+  // ---- end of the external KV store block ------------------------------------
 };
 
 }  // namespace swa

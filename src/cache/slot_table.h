@@ -14,6 +14,13 @@ struct SlotState {
   bool allocated = false;
   int32_t written_end = 0;  // one past the highest position written
   int32_t valid_start = 0;  // positions below it are missing
+  // One past the highest position stored into the ring since alloc/reset.
+  // After a rewind it exceeds written_end: rejected drafts above written_end
+  // still occupy ring rows, and the planner must not count on the positions
+  // they overwrote. The planner uses max(written_end, ring_high), so a writer
+  // that only sets written_end stays safe (a stale value is merely stricter).
+  // See docs/planner.md.
+  int32_t ring_high = 0;
 };
 
 // O(1) alloc/free from a LIFO free list; every method locks `mu()` itself

@@ -2,20 +2,20 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "backend/backend.h"
+#include "backend/cpu/cpu_step.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace swa {
 namespace {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(unsigned num_threads)
-      : num_threads_(num_threads != 0 ? num_threads
-                                      : std::max(1u, std::thread::hardware_concurrency())) {}
+  explicit CpuBackend(unsigned num_threads) : pool_(num_threads) {}
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   int device() const override { return -1; }
@@ -50,10 +50,15 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  unsigned num_threads() const { return num_threads_; }
+  absl::Status RunStep(const StepWork& work, StepResult* result) override {
+    absl::MutexLock lock(&step_mu_);  // the scratch serves one step at a time
+    return cpu::RunCpuStep(work, &pool_, scratch_, result);
+  }
 
  private:
-  unsigned num_threads_;
+  absl::Mutex step_mu_;
+  cpu::ThreadPool pool_;
+  cpu::StepScratch scratch_ ABSL_GUARDED_BY(step_mu_);
 };
 
 }  // namespace

@@ -1,0 +1,290 @@
+#include "backend/cpu/cpu_step.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/thread_pool.h"
+#include "codec/codec.h"
+
+namespace swa::cpu {
+namespace {
+
+// Sequences whose tiles are built and attended together; bounds scratch memory.
+constexpr size_t kMaxBatchTileFloats = size_t{8} << 20;  // 32 MiB of FP32
+
+codec::Dtype ToCodec(Dtype d) { return static_cast<codec::Dtype>(d); }
+
+// Where one sequence's keys come from. Tile row r holds position base + r:
+// rows [0, n_hist) from the ring (or zeros), rows [n_hist, n_hist + seqlen_q)
+// are the step's new tokens cast back through the format.
+struct SeqTile {
+  int32_t base = 0;
+  int32_t n_hist = 0;
+  int32_t n_keys = 0;
+  size_t k_offset = 0;  // floats into scratch.tiles
+  size_t v_offset = 0;
+};
+
+class StepRunner {
+ public:
+  StepRunner(const StepWork& w, ThreadPool* pool, StepScratch& s)
+      : w_(w), pool_(pool), s_(s),
+        d_(w.head_dim), hkv_(w.kv_heads), token_floats_(size_t(w.kv_heads) * w.head_dim) {}
+
+  absl::Status Run(StepResult* result) {
+    if (w_.n_tokens == 0) return absl::OkStatus();
+    EncodeNewTokens();
+    PrepareQueries();
+    for (uint32_t first = 0; first < w_.n_seqs;) {
+      const uint32_t end = NextBatchEnd(first);
+      AttendBatch(first, end);
+      first = end;
+    }
+    StoreNewTokens();
+    FinishOutputs();
+    result->nonfinite_blocks += nonfinite_.load();
+    return absl::OkStatus();
+  }
+
+ private:
+  template <typename Fn>
+  void ParallelFor(size_t n, Fn&& fn) {
+    if (pool_ == nullptr || n <= 1) {
+      fn(size_t{0}, n);
+      return;
+    }
+    pool_->ParallelFor(n, [&](size_t b, size_t e) { fn(b, e); });
+  }
+
+  // New K (then V) vectors of every token, encoded once in the layer's format.
+  void EncodeNewTokens() {
+    const size_t bpt = w_.bytes_per_token;
+    s_.staged.resize(size_t(w_.n_tokens) * bpt);
+    const size_t elem = w_.kv_dtype == Dtype::kFp32 ? 4 : 2;
+    ParallelFor(size_t(w_.n_tokens), [&](size_t b, size_t e) {
+      uint64_t bad = 0;
+      for (size_t t = b; t < e; ++t) {
+        uint8_t* dst = s_.staged.data() + t * bpt;
+        const size_t src_off = t * token_floats_ * elem;
+        bad += codec::EncodeRows(
+            w_.format, w_.scale_mode, d_, hkv_,
+            {static_cast<const uint8_t*>(w_.k_new) + src_off, ToCodec(w_.kv_dtype), size_t(d_)},
+            {.base = dst, .stride = w_.vec_bytes});
+        if (!w_.shared_kv)
+          bad += codec::EncodeRows(
+              w_.format, w_.scale_mode, d_, hkv_,
+              {static_cast<const uint8_t*>(w_.v_new) + src_off, ToCodec(w_.kv_dtype), size_t(d_)},
+              {.base = dst + size_t(hkv_) * w_.vec_bytes, .stride = w_.vec_bytes});
+      }
+      nonfinite_ += bad;
+    });
+  }
+
+  void PrepareQueries() {
+    const size_t n = size_t(w_.n_tokens) * w_.q_heads;
+    if (w_.q_dtype == Dtype::kBf16) {
+      s_.q32.resize(n * d_);
+      codec::DecodeRows(Format::kBf16, d_, n,
+                        {.base = static_cast<const uint8_t*>(w_.q), .stride = size_t(2) * d_},
+                        {s_.q32.data(), codec::Dtype::kFp32, size_t(d_)});
+      q32_ = s_.q32.data();
+    } else {
+      q32_ = static_cast<const float*>(w_.q);
+    }
+    if (w_.out_dtype == Dtype::kBf16) {
+      s_.out32.resize(n * d_);
+      out32_ = s_.out32.data();
+    } else {
+      out32_ = static_cast<float*>(w_.out);
+    }
+  }
+
+  SeqTile TileOf(uint32_t i) const {
+    const StepSeq& s = w_.seqs[i];
+    SeqTile t;
+    if (w_.staged) {
+      t.base = s.q_start - w_.window;
+      t.n_hist = w_.window;
+    } else if (s.seqlen_q > 0) {
+      const int32_t len0 = w_.offset_len[2 * s.token_offset + 1];
+      t.base = s.q_start - len0 + 1;  // oldest key of the first new token
+      t.n_hist = s.q_start - t.base;
+    }
+    t.n_keys = t.n_hist + s.seqlen_q;
+    return t;
+  }
+
+  uint32_t NextBatchEnd(uint32_t first) const {
+    const size_t per_key = token_floats_ * (w_.shared_kv ? 1 : 2);
+    size_t floats = 0;
+    uint32_t i = first;
+    for (; i < w_.n_seqs; ++i) {
+      const size_t need = size_t(TileOf(i).n_keys) * per_key;
+      if (i > first && floats + need > kMaxBatchTileFloats) break;
+      floats += need;
+    }
+    return i;
+  }
+
+  // Decodes `token_bytes` (K vectors, then V vectors) into tile rows.
+  void DecodeToken(const uint8_t* token_bytes, float* k_row, float* v_row) const {
+    codec::DecodeRows(w_.format, d_, hkv_, {.base = token_bytes, .stride = w_.vec_bytes},
+                      {k_row, codec::Dtype::kFp32, size_t(d_)});
+    if (!w_.shared_kv)
+      codec::DecodeRows(w_.format, d_, hkv_,
+                        {.base = token_bytes + size_t(hkv_) * w_.vec_bytes, .stride = w_.vec_bytes},
+                        {v_row, codec::Dtype::kFp32, size_t(d_)});
+  }
+
+  void BuildTile(uint32_t i, const SeqTile& t) {
+    const StepSeq& s = w_.seqs[i];
+    float* k = s_.tiles.data() + t.k_offset;
+    float* v = s_.tiles.data() + t.v_offset;
+    auto k_row = [&](int32_t r) { return k + size_t(r) * token_floats_; };
+    auto v_row = [&](int32_t r) { return v + size_t(r) * token_floats_; };
+    if (w_.staged) {
+      // Section 1 from the load plan: rows i*W ... i*W + W - 1.
+      for (size_t g = seg_cursor_[i]; g < w_.n_load_segments; ++g) {
+        const RowSegment& seg = w_.load_segments[g];
+        if (seg.dst_row >= int32_t(i + 1) * w_.window) break;
+        for (int32_t c = 0; c < seg.count; ++c) {
+          const int32_t r = seg.dst_row - int32_t(i) * w_.window + c;
+          if (seg.src_row < 0) {
+            std::memset(k_row(r), 0, token_floats_ * sizeof(float));
+            if (!w_.shared_kv) std::memset(v_row(r), 0, token_floats_ * sizeof(float));
+          } else {
+            DecodeToken(w_.RowAddress(seg.src_row + c), k_row(r), v_row(r));
+          }
+        }
+      }
+    } else {
+      const int32_t slot_base = int32_t(s.slot) * w_.ring_len;
+      for (int32_t r = 0; r < t.n_hist; ++r)
+        DecodeToken(w_.RowAddress(slot_base + (t.base + r) % w_.ring_len), k_row(r), v_row(r));
+    }
+    // The new tokens, cast back through the format (SPEC section 4).
+    for (int32_t j = 0; j < s.seqlen_q; ++j)
+      DecodeToken(s_.staged.data() + size_t(s.token_offset + j) * w_.bytes_per_token,
+                  k_row(t.n_hist + j), v_row(t.n_hist + j));
+    // Each token's visible rows of the tile.
+    int32_t* begin = s_.key_begin.data() + s.token_offset;
+    int32_t* end = s_.key_end.data() + s.token_offset;
+    for (int32_t j = 0; j < s.seqlen_q; ++j) {
+      const int32_t t_index = s.token_offset + j;
+      const int32_t p = s.q_start + j;
+      int32_t lo;
+      if (w_.staged) {
+        const int32_t* pv = w_.pivots + 4 * size_t(t_index);
+        const int32_t sec2_first = int32_t(w_.n_seqs) * w_.window + s.token_offset;
+        lo = pv[1] > 0 ? t.base + (pv[0] - int32_t(i) * w_.window) : s.q_start + (pv[2] - sec2_first);
+      } else {
+        lo = p - w_.offset_len[2 * size_t(t_index) + 1] + 1;
+      }
+      begin[j] = lo - t.base;
+      end[j] = p - t.base + 1;
+    }
+  }
+
+  void AttendBatch(uint32_t first, uint32_t end) {
+    std::vector<SeqTile>& tiles = tile_list_;
+    tiles.clear();
+    size_t floats = 0;
+    for (uint32_t i = first; i < end; ++i) {
+      SeqTile t = TileOf(i);
+      t.k_offset = floats;
+      floats += size_t(t.n_keys) * token_floats_;
+      t.v_offset = t.k_offset;
+      if (!w_.shared_kv) {
+        t.v_offset = floats;
+        floats += size_t(t.n_keys) * token_floats_;
+      }
+      tiles.push_back(t);
+    }
+    s_.tiles.resize(floats);
+    s_.key_begin.resize(size_t(w_.n_tokens));
+    s_.key_end.resize(size_t(w_.n_tokens));
+    if (w_.staged) IndexSegments();
+    ParallelFor(end - first, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) BuildTile(first + uint32_t(k), tiles[k]);
+    });
+
+    problems_.clear();
+    for (uint32_t i = first; i < end; ++i) {
+      const StepSeq& s = w_.seqs[i];
+      const SeqTile& t = tiles[i - first];
+      if (s.seqlen_q == 0) continue;
+      const size_t q_off = size_t(s.token_offset) * w_.q_heads * d_;
+      SeqProblem p;
+      p.n_tokens = s.seqlen_q;
+      p.q = q32_ + q_off;
+      p.n_keys = t.n_keys;
+      p.k = s_.tiles.data() + t.k_offset;
+      p.v = s_.tiles.data() + t.v_offset;
+      p.key_begin = s_.key_begin.data() + s.token_offset;
+      p.key_end = s_.key_end.data() + s.token_offset;
+      p.out = out32_ + q_off;
+      problems_.push_back(p);
+    }
+    AttentionShape shape;
+    shape.q_heads = w_.q_heads;
+    shape.kv_heads = w_.kv_heads;
+    shape.head_dim = d_;
+    shape.scale = w_.scale;
+    shape.sinks = w_.sinks;
+    Attend(shape, problems_.data(), int(problems_.size()), pool_);
+  }
+
+  // First load segment of each sequence (segments are in sequence order).
+  void IndexSegments() {
+    seg_cursor_.assign(w_.n_seqs, w_.n_load_segments);
+    for (size_t g = w_.n_load_segments; g-- > 0;) {
+      const uint32_t i = uint32_t(w_.load_segments[g].dst_row / w_.window);
+      if (i < w_.n_seqs) seg_cursor_[i] = g;
+    }
+  }
+
+  // After every read of the ring: the new tokens' bytes go to their rows.
+  void StoreNewTokens() {
+    ParallelFor(size_t(w_.n_tokens), [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; ++t) {
+        const int32_t row = w_.store_rows[t];
+        if (row < 0) continue;
+        std::memcpy(w_.RowAddress(row), s_.staged.data() + t * w_.bytes_per_token,
+                    w_.bytes_per_token);
+      }
+    });
+  }
+
+  void FinishOutputs() {
+    if (w_.out_dtype != Dtype::kBf16) return;
+    const size_t n = size_t(w_.n_tokens) * w_.q_heads;
+    codec::EncodeRows(Format::kBf16, ScaleMode::kCeil, d_, n,
+                      {out32_, codec::Dtype::kFp32, size_t(d_)},
+                      {.base = static_cast<uint8_t*>(w_.out), .stride = size_t(2) * d_});
+  }
+
+  const StepWork& w_;
+  ThreadPool* pool_;
+  StepScratch& s_;
+  const uint32_t d_;
+  const uint32_t hkv_;
+  const size_t token_floats_;
+  const float* q32_ = nullptr;
+  float* out32_ = nullptr;
+  std::atomic<uint64_t> nonfinite_{0};
+  std::vector<SeqTile> tile_list_;
+  std::vector<SeqProblem> problems_;
+  std::vector<size_t> seg_cursor_;
+};
+
+}  // namespace
+
+absl::Status RunCpuStep(const StepWork& work, ThreadPool* pool, StepScratch& scratch,
+                        StepResult* result) {
+  StepRunner runner(work, pool, scratch);
+  return runner.Run(result);
+}
+
+}  // namespace swa::cpu

@@ -1,0 +1,175 @@
+// swa_step on the CPU backend against the FP64 dense band-mask reference.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "api/step_harness.h"
+#include "gtest/gtest.h"
+
+namespace swa_test {
+namespace {
+
+struct Case {
+  const char* name;
+  uint32_t window, draft;
+  std::vector<LayerCfg> layers;
+};
+
+std::vector<Case> Cases() {
+  return {
+      // DeepSeek-V4-like: 64 heads on one shared 512-wide MXFP8 vector, sinks.
+      {"mqa_mxfp8_d512", 16, 5,
+       {{SWA_FORMAT_MXFP8, 64, 1, 512, true, true}, {SWA_FORMAT_MXFP8, 64, 1, 512, true, false}}},
+      // gpt-oss-like GQA 8, separate BF16 K/V, D 64, sinks.
+      {"gqa8_bf16_d64", 12, 3,
+       {{SWA_FORMAT_BF16, 16, 2, 64, false, true}, {SWA_FORMAT_MXFP8, 16, 2, 64, false, false}}},
+      // Plain MHA (ratio 1), FP32 and MXFP8, D 128.
+      {"mha_fp32_d128", 9, 0,
+       {{SWA_FORMAT_FP32, 4, 4, 128, false, false}, {SWA_FORMAT_MXFP8, 4, 4, 128, true, true}}},
+  };
+}
+
+class StepTest : public ::testing::TestWithParam<Case> {};
+
+// Several sequences: chunked prefill (staged path), then speculative decode
+// steps with random rejection (ring-only path), mixed batches, both dtypes.
+TEST_P(StepTest, ChunkedPrefillThenSpeculativeDecodeMatchesDense) {
+  const Case& c = GetParam();
+  StepHarness h(c.window, c.draft, c.layers, 4, 1234);
+  const int n_seq = 3;
+  std::vector<int32_t> accepted(n_seq, 0);  // next position to (re)write
+  std::vector<int32_t> target = {h.Int(30, 60), h.Int(1, 10), h.Int(20, 45)};
+  for (int s = 0; s < n_seq; ++s) {
+    uint32_t slot;
+    ASSERT_EQ(swa_slot_alloc(h.cache(), &slot), SWA_OK);
+  }
+  const swa_dtype_t dt[2] = {SWA_DTYPE_FP32, SWA_DTYPE_BF16};
+  for (int step = 0; step < 24; ++step) {
+    std::vector<StepSeq> batch;
+    for (int s = 0; s < n_seq; ++s) {
+      int32_t q;
+      if (accepted[s] < target[s]) {
+        q = std::min<int32_t>(target[s] - accepted[s], h.Int(1, 3 * c.window));  // prefill chunk
+      } else {
+        q = int32_t(c.draft) + 1;  // verify + drafts
+      }
+      if (h.Int(0, 5) == 0) q = 0;  // idle this step
+      batch.push_back({uint32_t(s), q, accepted[s] + q, 0});
+    }
+    ASSERT_TRUE(h.Step(batch, dt[step % 2], dt[(step / 2) % 2], dt[(step / 3) % 2]))
+        << c.name << " step " << step;
+    for (int s = 0; s < n_seq; ++s) {
+      const StepSeq& b = batch[s];
+      if (accepted[s] >= target[s] && b.seqlen_q > 0)
+        accepted[s] += h.Int(1, b.seqlen_q);  // accept a prefix, reject the rest
+      else
+        accepted[s] = b.seqlen_k;
+    }
+  }
+  std::printf("%s: max relative error %.3g\n", c.name, h.max_error());
+}
+
+TEST_P(StepTest, ReplayWithValidStart) {
+  const Case& c = GetParam();
+  StepHarness h(c.window, c.draft, c.layers, 2, 99);
+  uint32_t slot;
+  ASSERT_EQ(swa_slot_alloc(h.cache(), &slot), SWA_OK);
+  const int32_t hit = int32_t(c.window) * 2 + 7;
+  int32_t start = -1, len = -1;
+  ASSERT_EQ(swa_slot_begin_replay(h.cache(), slot, hit, &start, &len), SWA_OK) << swa_last_error();
+  ASSERT_EQ(start, hit - int32_t(c.window));
+  ASSERT_EQ(len, int32_t(c.window));
+  h.SetValidStart(slot, start);
+  ASSERT_TRUE(h.Step({{slot, len, hit, start}}, SWA_DTYPE_FP32, SWA_DTYPE_FP32, SWA_DTYPE_FP32));
+  for (int i = 0; i < 6; ++i) {  // decode past the truncated window
+    const int32_t k = hit + 1 + i;
+    ASSERT_TRUE(h.Step({{slot, 1, k, 0}}, SWA_DTYPE_BF16, SWA_DTYPE_FP32, SWA_DTYPE_FP32));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, StepTest, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// W 4, 9 tokens: the number of visible keys is 1,2,3,4,4,4,4,4,4. With q = 0
+// every visible key scores 0 and with V = 1 and a sink S the output is
+// n / (n + e^S), which reveals n.
+TEST(StepWindow, VisibleKeyCountsW4) {
+  for (int chunk : {9, 1, 3}) {  // one staged prefill, token by token, chunks of 3
+    StepHarness h(4, 1, {{SWA_FORMAT_FP32, 1, 1, 32, true, true}}, 1, 5);
+    uint32_t slot;
+    ASSERT_EQ(swa_slot_alloc(h.cache(), &slot), SWA_OK);
+    const float sink = 0.25f;
+    std::vector<int> counts;
+    for (int p0 = 0; p0 < 9; p0 += chunk) {
+      swa_seq_t s = {slot, chunk, p0 + chunk, 0};
+      ASSERT_EQ(swa_plan_build(h.plan(), &s, 1), SWA_OK) << swa_last_error();
+      std::vector<float> q(size_t(chunk) * 32, 0.0f), kv(size_t(chunk) * 32, 1.0f),
+          out(size_t(chunk) * 32, -1.0f);
+      swa_step_args_t a;
+      swa_step_args_init(&a);
+      a.q = q.data();
+      a.k_new = kv.data();
+      a.out = out.data();
+      a.sinks = &sink;
+      ASSERT_EQ(swa_step(h.cache(), h.plan(), &a), SWA_OK) << swa_last_error();
+      for (int j = 0; j < chunk; ++j) {
+        const double o = out[size_t(j) * 32];
+        counts.push_back(int(std::lround(o * std::exp(double(sink)) / (1.0 - o))));
+      }
+    }
+    EXPECT_EQ(counts, (std::vector<int>{1, 2, 3, 4, 4, 4, 4, 4, 4})) << "chunk " << chunk;
+  }
+}
+
+long ResidentKiB() {
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  while (f >> key) {
+    if (key == "VmRSS:") {
+      long kib;
+      f >> kib;
+      return kib;
+    }
+  }
+  return 0;
+}
+
+// Memory is max_slots * slot_bytes whatever the sequence length: nothing the
+// library keeps grows with the number of tokens.
+TEST(StepMemory, CappedWhateverTheLength) {
+  StepHarness h(16, 2, {{SWA_FORMAT_MXFP8, 8, 1, 64, true, false}}, 2, 3);
+  uint32_t slot;
+  ASSERT_EQ(swa_slot_alloc(h.cache(), &slot), SWA_OK);
+  swa_cache_stats_t st0;
+  st0.struct_size = sizeof st0;
+  ASSERT_EQ(swa_cache_stats(h.cache(), &st0), SWA_OK);
+  std::vector<float> q(3 * 8 * 64, 0.5f), kv(3 * 64, 0.25f), out(3 * 8 * 64);
+  long rss_after_warmup = 0;
+  for (int32_t p = 0; p < 30000; p += 3) {
+    swa_seq_t s = {slot, 3, p + 3, 0};
+    ASSERT_EQ(swa_plan_build(h.plan(), &s, 1), SWA_OK) << swa_last_error();
+    swa_step_args_t a;
+    swa_step_args_init(&a);
+    a.q = q.data();
+    a.k_new = kv.data();
+    a.out = out.data();
+    ASSERT_EQ(swa_step(h.cache(), h.plan(), &a), SWA_OK) << swa_last_error();
+    if (p == 300) rss_after_warmup = ResidentKiB();
+  }
+  swa_cache_stats_t st;
+  st.struct_size = sizeof st;
+  ASSERT_EQ(swa_cache_stats(h.cache(), &st), SWA_OK);
+  EXPECT_EQ(st.pool_bytes, st0.pool_bytes);
+  swa_layout_t lay;
+  lay.struct_size = sizeof lay;
+  ASSERT_EQ(swa_cache_layout(h.cache(), &lay), SWA_OK);
+  EXPECT_EQ(st.pool_bytes, uint64_t{lay.max_slots} * lay.slot_bytes);
+  EXPECT_EQ(st.tokens, 30000u);
+  EXPECT_EQ(st.steps, 10000u);
+  EXPECT_LT(ResidentKiB() - rss_after_warmup, 1024) << "resident memory grew with the sequence";
+}
+
+}  // namespace
+}  // namespace swa_test
