@@ -348,6 +348,715 @@ SWA_API swa_status_t swa_slot_copy(swa_cache_t* cache, uint32_t src, uint32_t ds
 SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot,
                                    swa_slot_info_t* out);
 
+/* ---- Slot valid_start and bounded replay -------------------------------- */
+
+/** \brief Raise a slot's valid_start (SPEC section 8): positions below it are
+ *  treated as missing; loads zero-fill them and no index names them.
+ *  \param[in] cache The cache.
+ *  \param[in] slot An allocated slot.
+ *  \param[in] valid_start The new value, >= the slot's current valid_start
+ *  (lowering it would expose positions that were never written; reset the slot
+ *  instead). It may exceed written_end: the next step must then start exactly
+ *  at valid_start.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a negative value;
+ *  SWA_OUT_OF_RANGE for a slot id past the pool; SWA_FAILED_PRECONDITION for a
+ *  slot that is not allocated or a value below the current one.
+ *  \note Thread-safe (internally locked). */
+SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
+                                              int32_t valid_start);
+
+/** \brief Prepare a slot for bounded replay (SPEC section 8): after a prefix
+ *  hit of `hit_len` tokens for the global layers, the engine re-runs only
+ *  positions `max(0, hit_len - W) ... hit_len - 1` as a prefill.
+ *  Sets valid_start = written_end = max(0, hit_len - W), so that a step with
+ *  q_start = that value (and its seq's valid_start <= it) is legal.
+ *  \param[in] cache The cache.
+ *  \param[in] slot An allocated slot holding no valid position (fresh, reset,
+ *  or already prepared: written_end <= valid_start).
+ *  \param[in] hit_len H, the prefix length, >= 0.
+ *  \param[out] replay_start Receives max(0, H - W); may be NULL.
+ *  \param[out] replay_len Receives H - max(0, H - W) (tokens to re-run); may be NULL.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a negative hit_len;
+ *  SWA_OUT_OF_RANGE for a slot id past the pool; SWA_FAILED_PRECONDITION for a
+ *  slot that is not allocated or holds positions (reset it first).
+ *  \note Thread-safe (internally locked). */
+SWA_API swa_status_t swa_slot_begin_replay(swa_cache_t* cache, uint32_t slot, int32_t hit_len,
+                                           int32_t* replay_start, int32_t* replay_len);
+
+/* ---- Plan --------------------------------------------------------------- */
+
+/** \brief One sequence of a step (SPEC section 5). A plain array element
+ *  without struct_size: its 16-byte layout is fixed and matches device arrays.
+ *  `seqlen_k` tokens exist after the step, `seqlen_q` of them are new, so
+ *  `q_start = seqlen_k - seqlen_q`. */
+typedef struct swa_seq {
+  uint32_t slot;        /**< State slot of the sequence (allocated, once per batch). */
+  int32_t seqlen_q;     /**< New tokens this step, 0 <= seqlen_q <= seqlen_k. */
+  int32_t seqlen_k;     /**< Tokens after the step (one past the last new position). */
+  /** Missing positions end: the effective value is max(this, the slot's
+   *  valid_start); a larger value raises the slot's. Pass 0 to use the slot's. */
+  int32_t valid_start;
+} swa_seq_t;
+
+/** \brief Opaque step plan: built once per step, read by every layer. */
+typedef struct swa_plan swa_plan_t;
+
+/** \brief Execution path of a built plan (SPEC section 5). */
+typedef enum swa_plan_path {
+  SWA_PLAN_PATH_NONE = 0,  /**< Not built, or cancelled. */
+  SWA_PLAN_PATH_RING = 1,  /**< Ring-only: every seqlen_q <= R - W + 1. */
+  SWA_PLAN_PATH_STAGED = 2 /**< Staged: history load, pivots, store after attention. */
+} swa_plan_path_t;
+
+/** \brief What fills the unused tail of a decode index row. */
+typedef enum swa_index_pad {
+  SWA_INDEX_PAD_NEG1 = 0,    /**< -1 (default). */
+  SWA_INDEX_PAD_LAST_ROW = 1 /**< The token's own ring row: legal for kernels that read before they mask. */
+} swa_index_pad_t;
+
+/** \brief Plan options. Fill with swa_plan_options_init(). */
+typedef struct swa_plan_options {
+  size_t struct_size;          /**< sizeof(swa_plan_options_t), set by init. */
+  swa_index_pad_t index_pad;   /**< Padding of the decode index. Default SWA_INDEX_PAD_NEG1. */
+  /** 1: the plan keeps the [T, W] decode index for the library's own step;
+   *  0: only offset_len is kept, and swa_plan_decode_index() writes the index
+   *  on demand (cheaper for engines with their own kernels). Default 1. */
+  uint32_t materialize_index;
+} swa_plan_options_t;
+
+/** \brief Sizes and shape of a built plan; also the call that sizes buffers. */
+typedef struct swa_plan_info {
+  size_t struct_size;          /**< Set by the caller to sizeof(swa_plan_info_t). */
+  swa_plan_path_t path;        /**< SWA_PLAN_PATH_NONE when not built. */
+  uint32_t n_seqs;             /**< Sequences in the batch. */
+  int32_t n_tokens;            /**< T, new tokens of all sequences. */
+  uint32_t window;             /**< W. */
+  uint32_t ring_len;           /**< R. */
+  uint32_t executed;           /**< 1 once a layer ran (the plan can no longer be cancelled). */
+  int32_t max_seqlen_q;        /**< Largest seqlen_q of the batch. */
+  int32_t max_seqlen_k;        /**< Largest seqlen_k of the batch. */
+  uint32_t n_load_segments;    /**< Entries swa_plan_load_segments() writes (staged; else 0). */
+  uint32_t n_store_segments;   /**< Entries swa_plan_store_segments() writes. */
+  int32_t history_rows;        /**< Staging section 1 rows, n_seqs * W (staged; else 0). */
+  int32_t staging_rows;        /**< Staging rows in all, n_seqs * W + T (staged; else 0). */
+  uint64_t decode_index_elems; /**< int32 entries of the decode index, T * W (ring; else 0). */
+  uint64_t pivot_elems;        /**< int32 entries of the pivots, 4 T (staged; else 0). */
+} swa_plan_info_t;
+
+/** \brief Fill *options with the defaults listed on swa_plan_options_t.
+ *  \param[out] options Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_plan_options_init(swa_plan_options_t* options);
+
+/** \brief Create an empty plan for a cache, with default options.
+ *  \param[in] cache Borrowed: it must outlive the plan.
+ *  \param[out] out Receives the plan; unchanged on failure.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL.
+ *  \note Thread-safe. The caller owns the plan (swa_plan_destroy()). */
+SWA_API swa_status_t swa_plan_create(swa_cache_t* cache, swa_plan_t** out);
+
+/** \brief Create an empty plan with options.
+ *  \param[in] cache Borrowed: it must outlive the plan.
+ *  \param[in] options Validated and copied; NULL means the defaults.
+ *  \param[out] out Receives the plan; unchanged on failure.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or field.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_plan_create_with_options(swa_cache_t* cache,
+                                                  const swa_plan_options_t* options,
+                                                  swa_plan_t** out);
+
+/** \brief Destroy a plan. NULL is a no-op. A built plan's slot updates stay.
+ *  \note Not thread-safe with other calls on the same plan. */
+SWA_API void swa_plan_destroy(swa_plan_t* plan);
+
+/** \brief Plan one step: validate every sequence (SPEC sections 2 and 5b), then
+ *  advance each slot (written_end = seqlen_k; valid_start raised to the
+ *  effective value) and compute every index of the step. Reuses the plan's
+ *  memory. Building a built plan again keeps the previous build's slot updates.
+ *  \param[in] plan The plan.
+ *  \param[in] seqs Borrowed array of n_seqs sequences (may be NULL when n_seqs is 0).
+ *  \param[in] n_seqs Number of sequences, at most max_slots.
+ *  \retval SWA_OK.
+ *  \retval SWA_INVALID_ARGUMENT for a negative length or valid_start,
+ *  seqlen_q > seqlen_k, a seq's valid_start past its q_start, a slot twice in
+ *  the batch, or token counts that overflow int32 index arithmetic.
+ *  \retval SWA_OUT_OF_RANGE for a slot id past the pool.
+ *  \retval SWA_FAILED_PRECONDITION for a slot that is not allocated, a gap
+ *  (q_start > max(written_end, valid_start)), a rewind deeper than the ring
+ *  keeps, or q_start below the slot's valid_start.
+ *  On failure the message names the sequence index and the numbers, and
+ *  neither the slots nor the plan change.
+ *  \note The plan is not thread-safe; builds of different plans on one cache
+ *  are serialised by the slot table's lock. */
+SWA_API swa_status_t swa_plan_build(swa_plan_t* plan, const swa_seq_t* seqs, uint32_t n_seqs);
+
+/** \brief Undo a built plan that no layer has run: restore every slot it
+ *  advanced to its state before the build. The plan becomes empty.
+ *  \param[in] plan The plan.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL; SWA_FAILED_PRECONDITION when
+ *  the plan is not built, was executed, or a slot changed since the build (then
+ *  nothing is restored).
+ *  \note Not thread-safe with other calls on the same plan. */
+SWA_API swa_status_t swa_plan_cancel(swa_plan_t* plan);
+
+/** \brief Read the shape of a plan and the sizes of its exported arrays.
+ *  \param[in] plan The plan (built or not).
+ *  \param[out] out out->struct_size must be set by the caller.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL or a bad struct_size.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_info(const swa_plan_t* plan, swa_plan_info_t* out);
+
+/** \brief Export the ring-only decode gather (SPEC section 5a).
+ *  \param[in] plan A plan built on the ring-only path.
+ *  \param[out] offset_len int32 [T, 2]: (first ring row, key count) per token; may be NULL.
+ *  \param[out] index int32 [T, W]: ring rows oldest first, then padding; may be NULL.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL plan or both outputs NULL;
+ *  SWA_FAILED_PRECONDITION for a plan not built or on the staged path.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_decode_index(const swa_plan_t* plan, int32_t* offset_len,
+                                           int32_t* index);
+
+/** \brief A run of rows: `count` rows from `src_row` (or zeros when -1) to `dst_row`. */
+typedef struct swa_segment {
+  int32_t dst_row; /**< First destination row. */
+  int32_t src_row; /**< First source row, or -1 for zero rows. */
+  int32_t count;   /**< Rows in the run, >= 1. */
+} swa_segment_t;
+
+/** \brief Export the staged path's load plan (SPEC section 5b): dst_row is a
+ *  staging section-1 row, src_row a flat ring row `slot * R + ring_slot` or -1
+ *  (zero fill). At most three segments per sequence, n_seqs * W rows in all.
+ *  \param[in] plan A plan built on the staged path.
+ *  \param[out] out Array of `capacity` segments; NULL to ask only for the count.
+ *  \param[in] capacity Entries available in out.
+ *  \param[out] count Receives the number of segments.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL plan or count;
+ *  SWA_OUT_OF_RANGE when capacity is too small (nothing written);
+ *  SWA_FAILED_PRECONDITION for a plan not built or on the ring-only path.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_load_segments(const swa_plan_t* plan, swa_segment_t* out,
+                                            size_t capacity, size_t* count);
+
+/** \brief Export the staged path's pivots (SPEC section 5b), int32 [T, 4]:
+ *  token t attends to staging rows [p0, p0 + p1) and [p2, p2 + p3).
+ *  \param[in] plan A plan built on the staged path.
+ *  \param[out] pivots int32 [T, 4].
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL;
+ *  SWA_FAILED_PRECONDITION for a plan not built or on the ring-only path.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_pivots(const swa_plan_t* plan, int32_t* pivots);
+
+/** \brief Export the store plan per token: the ring row each new token is
+ *  written to, or -1 for a token the step does not store (staged path, more
+ *  than R new tokens). The ring-only path stores every token before attention;
+ *  the staged path stores the last min(seqlen_q, R) after it.
+ *  \param[in] plan A built plan.
+ *  \param[out] rows int32 [T].
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL; SWA_FAILED_PRECONDITION when
+ *  the plan is not built.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_store_rows(const swa_plan_t* plan, int32_t* rows);
+
+/** \brief Export the store plan as runs: dst_row a flat ring row, src_row the
+ *  index t of the first new token (batch order), count tokens. At most two per
+ *  sequence (split at the ring wrap).
+ *  \param[in] plan A built plan.
+ *  \param[out] out Array of `capacity` segments; NULL to ask only for the count.
+ *  \param[in] capacity Entries available in out.
+ *  \param[out] count Receives the number of segments.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL plan or count;
+ *  SWA_OUT_OF_RANGE when capacity is too small (nothing written);
+ *  SWA_FAILED_PRECONDITION when the plan is not built.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_store_segments(const swa_plan_t* plan, swa_segment_t* out,
+                                             size_t capacity, size_t* count);
+
+/** \brief Export per-sequence offsets. Any output may be NULL.
+ *  \param[in] plan A built plan.
+ *  \param[out] cu_seqlens_q int32 [n_seqs + 1]: first new token of each
+ *  sequence, then T. Sequence i's section-2 rows start at n_seqs * W + cu_seqlens_q[i]
+ *  and its section-1 rows at i * W.
+ *  \param[out] q_start int32 [n_seqs]: seqlen_k - seqlen_q.
+ *  \param[out] valid_start int32 [n_seqs]: the effective valid_start the plan used.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a NULL plan;
+ *  SWA_FAILED_PRECONDITION when the plan is not built.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_seq_offsets(const swa_plan_t* plan, int32_t* cu_seqlens_q,
+                                          int32_t* q_start, int32_t* valid_start);
+
+/* ---- Step ------------------------------------------------------------- */
+
+/** \brief Arguments of one layer of a planned step. Fill with swa_step_args_init().
+ *
+ *  Tensors are dense row-major host memory on the CPU backend (device memory on
+ *  the CUDA backend), in batch order of the plan's new tokens (sequence 0's
+ *  tokens first). All are borrowed for the call only. */
+typedef struct swa_step_args {
+  size_t struct_size;      /**< sizeof(swa_step_args_t), set by init. */
+  uint32_t layer;          /**< Layer id. Default 0. */
+  const void* q;           /**< Queries [T, Hq, D] in q_dtype. */
+  swa_dtype_t q_dtype;     /**< Default SWA_DTYPE_FP32. */
+  const void* k_new;       /**< New keys [T, Hkv, D] in kv_dtype (the shared vector for shared K/V). */
+  const void* v_new;       /**< New values [T, Hkv, D]; must be NULL for shared K/V layers. */
+  swa_dtype_t kv_dtype;    /**< Default SWA_DTYPE_FP32. */
+  void* out;               /**< Output [T, Hq, D] in out_dtype; fully written on success. */
+  swa_dtype_t out_dtype;   /**< Default SWA_DTYPE_FP32. */
+  const float* sinks;      /**< [Hq] sink logits: required for layers with has_sinks, else NULL. */
+  float softmax_scale;     /**< Score scale; 0 = 1/sqrt(D). Default 0. */
+  void* stream;            /**< cudaStream_t on the CUDA backend; ignored on the CPU. */
+} swa_step_args_t;
+
+/** \brief Fill *args with the defaults listed on swa_step_args_t (all pointers NULL).
+ *  \param[out] args Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_step_args_init(swa_step_args_t* args);
+
+/** \brief Run one layer of a planned step (SPEC sections 5 and 6).
+ *
+ *  Ring-only plans: the new K/V of every token are encoded in the layer's
+ *  format and written to their ring rows, then each token attends over the rows
+ *  of its decode index. Staged plans: the keys of each sequence are its W
+ *  history rows (zero rows where the load plan says so) and its new tokens
+ *  cast back through the format; each token attends per its pivots; then the
+ *  last min(seqlen_q, R) new tokens are stored into the ring. Attention is
+ *  GQA/MQA with optional sinks and FP32 accumulation.
+ *
+ *  Run every layer of the cache once per built plan, in any order; the first
+ *  successful call makes the plan no longer cancellable.
+ *  \param[in,out] cache The cache the plan was created for.
+ *  \param[in] plan A built plan of this cache.
+ *  \param[in] args The layer and its tensors.
+ *  \retval SWA_OK on success (NaN/Inf inputs are counted in swa_cache_stats()).
+ *  \retval SWA_INVALID_ARGUMENT for NULL tensors, a v_new that does not match the
+ *  layer's K/V sharing, unknown dtypes, missing or unexpected sinks, a negative or
+ *  non-finite softmax_scale, a bad struct_size.
+ *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
+ *  \retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or
+ *  belongs to another cache.
+ *  \retval SWA_UNIMPLEMENTED for a head dim the backend does not support.
+ *  \note Not thread-safe with other calls that use the same cache's slots or plan;
+ *  the CPU backend parallelises internally over config.num_threads threads.
+ *  Nothing in the cache changes when validation fails. */
+SWA_API swa_status_t swa_step(swa_cache_t* cache, const swa_plan_t* plan,
+                              const swa_step_args_t* args);
+
+/** \brief Counters of a cache since creation. */
+typedef struct swa_cache_stats {
+  size_t struct_size;          /**< Set by the caller to sizeof(swa_cache_stats_t). */
+  uint64_t steps;              /**< Successful swa_step() calls (one per layer). */
+  uint64_t tokens;             /**< New tokens processed by those calls. */
+  uint64_t nonfinite_blocks;   /**< 32-value blocks with a NaN or Inf met while encoding. */
+  uint32_t slots_in_use;       /**< Allocated slots now. */
+  uint32_t max_slots;          /**< Slots in the pool. */
+  uint64_t pool_bytes;         /**< Bytes of the pool: fixed, whatever the sequence lengths. */
+} swa_cache_stats_t;
+
+/** \brief Read a cache's counters.
+ *  \param[in] cache The cache.
+ *  \param[out] out out->struct_size must be set by the caller.
+ *  \retval SWA_OK, or SWA_INVALID_ARGUMENT for NULL or a bad struct_size.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t* out);
+
+/* ---- Codec -------------------------------------------------------------- */
+
+/** \brief Bytes of one stored vector of `dim` values in `format` (SPEC section 3):
+ *  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`.
+ *  \param[in] format A swa_format_t value.
+ *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
+ *  \param[out] out Receives the byte count; unchanged on failure.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for an unknown format, a bad dim or NULL out.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, uint32_t* out);
+
+/** \brief Encode `n_vectors` contiguous vectors into the stored form of `format`
+ *  (SPEC section 4 for MXFP8), exactly as the cache stores KV vectors.
+ *
+ *  MXFP8: each vector becomes `dim` E4M3 codes followed by `dim/32` E8M0 scales;
+ *  a 32-value block holding a NaN or Inf gets scale 0xFF and codes 0x7F. BF16:
+ *  round to nearest even (NaN kept, quietened). FP32: the values as they are.
+ *  Results are bit-identical on every CPU path and on the CUDA kernels.
+ *  \param[in] format Stored format.
+ *  \param[in] mode MXFP8 scale rule (ignored, but still validated, for BF16/FP32).
+ *  \param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type.
+ *  Borrowed for the call.
+ *  \param[in] src_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
+ *  \param[in] n_vectors Number of vectors; 0 is a no-op (pointers may then be NULL).
+ *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
+ *  \param[out] dst `n_vectors * swa_format_vector_bytes(format, dim)` bytes,
+ *  aligned to 4 (FP32) or 2 (BF16) for those formats; must not overlap src.
+ *  \param[out] nonfinite_blocks Optional (NULL allowed): receives the number of
+ *  32-value blocks that contained a NaN or Inf.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for an unknown enum value, a bad dim, a NULL or
+ *  misaligned buffer, overlapping buffers or a size that overflows; nothing is
+ *  written then.
+ *  \note Thread-safe; runs on the calling thread. Assumes the default floating
+ *  point environment (no flush-to-zero / denormals-are-zero). */
+SWA_API swa_status_t swa_codec_encode(swa_format_t format, swa_scale_mode_t mode,
+                                      const void* src, swa_dtype_t src_dtype,
+                                      size_t n_vectors, uint32_t dim, void* dst,
+                                      uint64_t* nonfinite_blocks);
+
+/** \brief Decode `n_vectors` contiguous stored vectors of `format` into values.
+ *
+ *  MXFP8: `e4m3(code) * 2^(scale - 127)`, exact in FP32 (subnormal results
+ *  included); a block with scale 0xFF, and any NaN code, decodes to the quiet
+ *  NaN 0x7FC00000 (BF16 0x7FC0). Scale bytes above 247, which the encoder never
+ *  writes, may overflow to +-Inf. BF16 output rounds to nearest even.
+ *  \param[in] format Stored format.
+ *  \param[in] src `n_vectors * swa_format_vector_bytes(format, dim)` bytes,
+ *  aligned to 4 (FP32) or 2 (BF16) for those formats. Borrowed for the call.
+ *  \param[in] n_vectors Number of vectors; 0 is a no-op (pointers may then be NULL).
+ *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
+ *  \param[out] dst `n_vectors * dim` values of `dst_dtype`, aligned to their
+ *  type; must not overlap src.
+ *  \param[in] dst_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
+ *  \param[out] nonfinite_blocks Optional (NULL allowed): receives the number of
+ *  blocks that decode to NaN/Inf markers: MXFP8 blocks with scale 0xFF, BF16 and
+ *  FP32 32-value blocks holding a NaN or Inf.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT as for swa_codec_encode(); nothing is written then.
+ *  \note Thread-safe; runs on the calling thread. */
+SWA_API swa_status_t swa_codec_decode(swa_format_t format, const void* src, size_t n_vectors,
+                                      uint32_t dim, void* dst, swa_dtype_t dst_dtype,
+                                      uint64_t* nonfinite_blocks);
+
+/** \brief MXFP8 shorthand for swa_codec_encode(SWA_FORMAT_MXFP8, mode, ...).
+ *  \param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type.
+ *  \param[in] src_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
+ *  \param[in] n_vectors Number of vectors; 0 is a no-op.
+ *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
+ *  \param[in] mode SWA_SCALE_CEIL (the cache default) or SWA_SCALE_FLOOR.
+ *  \param[out] dst `n_vectors * (dim + dim/32)` bytes; must not overlap src.
+ *  \param[out] nonfinite_blocks Optional: blocks that got scale 0xFF.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT as for swa_codec_encode().
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_mxfp8_encode(const void* src, swa_dtype_t src_dtype, size_t n_vectors,
+                                      uint32_t dim, swa_scale_mode_t mode, uint8_t* dst,
+                                      uint64_t* nonfinite_blocks);
+
+/** \brief MXFP8 shorthand for swa_codec_decode(SWA_FORMAT_MXFP8, ...).
+ *  \param[in] src `n_vectors * (dim + dim/32)` bytes.
+ *  \param[in] n_vectors Number of vectors; 0 is a no-op.
+ *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
+ *  \param[out] dst `n_vectors * dim` values of `dst_dtype`; must not overlap src.
+ *  \param[in] dst_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
+ *  \param[out] nonfinite_blocks Optional: blocks whose scale is 0xFF.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT as for swa_codec_decode().
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_mxfp8_decode(const uint8_t* src, size_t n_vectors, uint32_t dim,
+                                      void* dst, swa_dtype_t dst_dtype,
+                                      uint64_t* nonfinite_blocks);
+
+/** \brief Name of the CPU codec path this process uses: "avx2" or "scalar".
+ *  The environment variable SWACACHE_CODEC=scalar, read once at first use,
+ *  forces the scalar path (both give identical bytes).
+ *  \return A static string; never NULL.
+ *  \note Thread-safe. */
+SWA_API const char* swa_codec_cpu_path(void);
+
+/* ---- Store -------------------------------------------------------------- */
+
+/** \brief Most bytes of an engine key passed to swa_slot_save() and friends. */
+#define SWA_STORE_MAX_KEY_BYTES 1024
+
+/** \brief Size of the message buffer the library hands to every store callback. */
+#define SWA_STORE_MESSAGE_BYTES 256
+
+/** \brief One buffer of a scattered blob, like POSIX `struct iovec`.
+ *  The library fills these for its store callbacks. */
+typedef struct swa_iov {
+  size_t struct_size;         /**< sizeof(swa_iov_t), set by the library. */
+  void* data;                 /**< Start of the buffer (host memory). */
+  size_t size;                /**< Bytes in the buffer. */
+} swa_iov_t;
+
+/** \brief External KV store: a callback table implemented by the engine (or
+ *  returned by a built-in store constructor) and handed to swa_cache_set_store().
+ *  Fill with swa_kv_store_init() first.
+ *
+ *  Keys are byte strings (not NUL-terminated). The library passes the engine's
+ *  key prefixed with the cache's layout fingerprint as 16 lowercase hex digits
+ *  and a colon (`"0123456789abcdef:" + key`), so that two models never collide.
+ *
+ *  Every callback returns a swa_status_t. On failure it may write a
+ *  NUL-terminated explanation into `message` (capacity `message_cap`, at least
+ *  SWA_STORE_MESSAGE_BYTES); the library copies it into its own error message.
+ *  Status values outside swa_status_t are reported as SWA_UNKNOWN.
+ *
+ *  Threading: callbacks run synchronously on the thread that called
+ *  swa_slot_save(), swa_slot_restore(), swa_cache_store_exists() or
+ *  swa_cache_store_remove(); when the engine calls those from several threads,
+ *  callbacks run concurrently and the store must be thread-safe. No library
+ *  lock is held during a callback, so a callback may call the library (even
+ *  swa_cache_set_store() on the same cache), but not swa_cache_destroy() on the
+ *  cache that is calling it.
+ *
+ *  Buffers (keys, iov arrays and the memory they describe, `message`) are
+ *  borrowed for the duration of the call only.
+ *
+ *  A NULL entry means "not supported": the call that needs it fails with
+ *  SWA_UNIMPLEMENTED. `release` may be NULL when user_data needs no cleanup. */
+typedef struct swa_kv_store {
+  size_t struct_size;         /**< sizeof(swa_kv_store_t), set by swa_kv_store_init(). */
+  void* user_data;            /**< Passed as the first argument of every callback. */
+  /** Store a blob given as `n_iov` buffers to be concatenated (read-only). The
+   *  write must be all-or-nothing for readers, and replaces any blob under the
+   *  key. Returns SWA_OK, or e.g. SWA_RESOURCE_EXHAUSTED, SWA_UNAVAILABLE. */
+  swa_status_t (*put)(void* user_data, const uint8_t* key, size_t key_len,
+                      const swa_iov_t* iov, size_t n_iov, char* message, size_t message_cap);
+  /** Read a blob into `n_iov` caller-provided buffers. On entry `*blob_size`
+   *  holds the buffers' total size. When the blob has exactly that size, fill
+   *  the buffers in order and return SWA_OK. When it has another size, set
+   *  `*blob_size` to the blob's true size and return SWA_OK (the buffers'
+   *  contents are then ignored). A missing key returns SWA_NOT_FOUND. */
+  swa_status_t (*get)(void* user_data, const uint8_t* key, size_t key_len,
+                      const swa_iov_t* iov, size_t n_iov, uint64_t* blob_size, char* message,
+                      size_t message_cap);
+  /** Set `*exists` to 1 when a blob is stored under the key, else 0. */
+  swa_status_t (*exists)(void* user_data, const uint8_t* key, size_t key_len, uint32_t* exists,
+                         char* message, size_t message_cap);
+  /** Delete the blob under the key; SWA_NOT_FOUND when there is none. */
+  swa_status_t (*remove)(void* user_data, const uint8_t* key, size_t key_len, char* message,
+                         size_t message_cap);
+  /** Called exactly once when the library drops the store: when another store
+   *  replaces it, when it is detached, or when the cache is destroyed (on the
+   *  thread that drops the last reference). */
+  void (*release)(void* user_data);
+} swa_kv_store_t;
+
+/** \brief Fill *store with struct_size and NULL entries.
+ *  \param[out] store Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_kv_store_init(swa_kv_store_t* store);
+
+/** \brief Attach an external KV store to a cache, or detach it (store = NULL).
+ *  \param[in] cache The cache.
+ *  \param[in] store The callback table, copied; the library takes ownership of
+ *  store->user_data on success (and calls release once when it drops it). On
+ *  failure ownership stays with the caller. NULL detaches the current store.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a NULL cache, a bad struct_size, or a
+ *  table with neither put nor get.
+ *  \note Thread-safe. A save or restore already running keeps the store it
+ *  started with; the replaced store is released when the last of them ends. */
+SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_t* store);
+
+/** \brief Persist the stored region of a slot (SPEC section 7) under `key`:
+ *  one blob with a header (magic, version, layout fingerprint, written_end,
+ *  valid_start, the highest position stored so far, payload length, CRC32C)
+ *  followed by the stored bytes. Call it between steps: a built plan has
+ *  already advanced written_end.
+ *  \param[in] cache The cache.
+ *  \param[in] slot An allocated slot.
+ *  \param[in] key Engine key bytes, borrowed for the call.
+ *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
+ *  \retval SWA_OK; SWA_FAILED_PRECONDITION when no store is attached or the slot
+ *  is not allocated; SWA_OUT_OF_RANGE for a bad slot id; SWA_INVALID_ARGUMENT for
+ *  a bad key; SWA_UNIMPLEMENTED when the store has no put; else the store's error.
+ *  \note Thread-safe; the slot's bytes are read without a copy (host pools), so
+ *  no step may write the slot during the call. */
+SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
+                                   size_t key_len);
+
+/** \brief Restore a slot from the blob saved under `key`. The blob is read into
+ *  a staging buffer and verified in full (magic, version, fingerprint, sizes,
+ *  checksum) before the slot's stored region, written_end and valid_start are
+ *  overwritten. Dropped layers and compression state are left as they are.
+ *  \param[in] cache The cache.
+ *  \param[in] slot An allocated slot.
+ *  \param[in] key Engine key bytes, borrowed for the call.
+ *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
+ *  \retval SWA_OK; SWA_NOT_FOUND when no blob is stored under the key;
+ *  SWA_DATA_LOSS for a corrupt or truncated blob; SWA_FAILED_PRECONDITION for a
+ *  blob of another layout or format version, when no store is attached or the
+ *  slot is not allocated; SWA_OUT_OF_RANGE; SWA_INVALID_ARGUMENT; else the store's
+ *  error. On any failure the slot is byte-for-byte unchanged.
+ *  \note Thread-safe; no step may use the slot during the call. */
+SWA_API swa_status_t swa_slot_restore(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
+                                      size_t key_len);
+
+/** \brief Ask the attached store whether a blob is stored under `key`.
+ *  \param[in] cache The cache.
+ *  \param[in] key Engine key bytes (prefixed like swa_slot_save() does).
+ *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
+ *  \param[out] exists Receives 1 or 0; unchanged on failure.
+ *  \retval SWA_OK; SWA_FAILED_PRECONDITION without a store; SWA_UNIMPLEMENTED when
+ *  the store has no exists; SWA_INVALID_ARGUMENT; else the store's error.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_cache_store_exists(swa_cache_t* cache, const uint8_t* key,
+                                            size_t key_len, uint32_t* exists);
+
+/** \brief Delete the blob stored under `key` from the attached store.
+ *  \param[in] cache The cache.
+ *  \param[in] key Engine key bytes (prefixed like swa_slot_save() does).
+ *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
+ *  \retval SWA_OK; SWA_NOT_FOUND; SWA_FAILED_PRECONDITION without a store;
+ *  SWA_UNIMPLEMENTED when the store has no remove; SWA_INVALID_ARGUMENT.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_cache_store_remove(swa_cache_t* cache, const uint8_t* key,
+                                            size_t key_len);
+
+/** \brief Configuration of the built-in in-process memory store. */
+typedef struct swa_memory_store_config {
+  size_t struct_size;         /**< sizeof(swa_memory_store_config_t), set by init. */
+  uint64_t budget_bytes;      /**< Most bytes held (keys + blobs); least recently used
+                                   blobs are evicted to make room. Default 1 GiB. */
+} swa_memory_store_config_t;
+
+/** \brief Fill *config with the defaults listed on swa_memory_store_config_t.
+ *  \param[out] config Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_memory_store_config_init(swa_memory_store_config_t* config);
+
+/** \brief Statistics of a memory store. */
+typedef struct swa_memory_store_stats {
+  size_t struct_size;         /**< Set by the caller to sizeof(swa_memory_store_stats_t). */
+  uint64_t budget_bytes;      /**< The configured budget. */
+  uint64_t bytes;             /**< Bytes held now (keys + blobs). */
+  uint64_t entries;           /**< Blobs held now. */
+  uint64_t puts;              /**< Successful puts. */
+  uint64_t rejected_puts;     /**< Puts of a blob larger than the whole budget. */
+  uint64_t hits;              /**< Gets that found their key. */
+  uint64_t misses;            /**< Gets that did not. */
+  uint64_t evictions;         /**< Blobs evicted to stay within the budget. */
+  uint64_t evicted_bytes;     /**< Bytes those evictions freed. */
+} swa_memory_store_stats_t;
+
+/** \brief Create an in-process memory store: thread-safe, byte budget, LRU
+ *  eviction (a get or put makes a key the most recently used), statistics.
+ *  \param[in] config Borrowed for the call.
+ *  \param[out] out Filled with the store's callback table (out->struct_size
+ *  must be set, e.g. by swa_kv_store_init()); unchanged on failure. The caller
+ *  owns out->user_data until it hands the table to swa_cache_set_store(); to
+ *  drop it unused, call out->release(out->user_data).
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or a zero budget.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_store_memory_create(const swa_memory_store_config_t* config,
+                                             swa_kv_store_t* out);
+
+/** \brief Read the statistics of a memory store.
+ *  \param[in] store A table filled by swa_store_memory_create() whose user_data
+ *  is still alive (owned by the caller or by a cache).
+ *  \param[out] out out->struct_size must be set by the caller.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size, or a table
+ *  that is not a memory store.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_store_memory_stats(const swa_kv_store_t* store,
+                                            swa_memory_store_stats_t* out);
+
+/** \brief Configuration of the built-in directory store. */
+typedef struct swa_directory_store_config {
+  size_t struct_size;         /**< sizeof(swa_directory_store_config_t), set by init. */
+  const char* path;           /**< Root directory; borrowed for the create call. Default NULL. */
+  uint32_t create;            /**< 1: create the root (and parents) if missing. Default 1. */
+  uint32_t sync;              /**< 1: fsync each blob and its directory before a put
+                                   returns (durable across power loss). Default 1. */
+} swa_directory_store_config_t;
+
+/** \brief Fill *config with the defaults listed on swa_directory_store_config_t.
+ *  \param[out] config Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_directory_store_config_init(swa_directory_store_config_t* config);
+
+/** \brief Create a store that keeps one file per key under 256 sharded
+ *  subdirectories of `config->path`. A put writes a temporary file, flushes it
+ *  and renames it over the final name, so readers see the old blob or the new
+ *  one, never a mix. A store opened on an existing directory finds every blob
+ *  written there before (by this or another process).
+ *  \param[in] config Borrowed for the call.
+ *  \param[out] out Filled with the callback table (see swa_store_memory_create()
+ *  for the ownership rules); unchanged on failure.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or an empty
+ *  path; SWA_NOT_FOUND when the root is missing and create = 0;
+ *  SWA_FAILED_PRECONDITION when the path is not a directory; SWA_PERMISSION_DENIED
+ *  or another code when the directory cannot be created or written.
+ *  \note Thread-safe; the store is safe to use from several threads and
+ *  processes at once. */
+SWA_API swa_status_t swa_store_directory_create(const swa_directory_store_config_t* config,
+                                                swa_kv_store_t* out);
+
+/** \brief Configuration of the built-in Redis store. */
+typedef struct swa_redis_store_config {
+  size_t struct_size;         /**< sizeof(swa_redis_store_config_t), set by init. */
+  const char* host;           /**< Server host name or address. Default "127.0.0.1". */
+  uint32_t port;              /**< TCP port, 1 ... 65535. Default 6379. */
+  uint32_t db;                /**< Database number (SELECT). Default 0. */
+  const char* password;       /**< AUTH password, or NULL for none. Default NULL. */
+  uint32_t ttl_seconds;       /**< Expiry of each blob (SET ... EX); 0 = none. Default 0. */
+  uint32_t timeout_ms;        /**< Connect and command timeout. Default 5000. */
+  uint32_t max_connections;   /**< Idle connections kept for reuse. Default 8. */
+} swa_redis_store_config_t;
+
+/** \brief Fill *config with the defaults listed on swa_redis_store_config_t.
+ *  \param[out] config Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_redis_store_config_init(swa_redis_store_config_t* config);
+
+/** \brief Create a store on a Redis server: one SET per blob (with the optional
+ *  TTL), GET, EXISTS, DEL. Connects once to fail early; each call then borrows
+ *  a pooled connection, so the store is thread-safe.
+ *  \param[in] config Borrowed for the call (strings are copied).
+ *  \param[out] out Filled with the callback table (see swa_store_memory_create()
+ *  for the ownership rules); unchanged on failure.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or field;
+ *  SWA_UNAVAILABLE when the server cannot be reached; SWA_UNAUTHENTICATED when
+ *  AUTH fails; SWA_UNIMPLEMENTED in a build without hiredis.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_store_redis_create(const swa_redis_store_config_t* config,
+                                            swa_kv_store_t* out);
+
+/* ---- Projection ----------------------------------------------------------- */
+
+/** \brief How swa_project() reads its weight matrix (values pinned). */
+typedef enum swa_weight_layout {
+  SWA_WEIGHT_OUT_IN = 0, /**< weight[q_dim + kv_dim, hidden_dim] row-major (torch.nn.Linear.weight). */
+  SWA_WEIGHT_IN_OUT = 1  /**< weight[hidden_dim, q_dim + kv_dim] row-major. */
+} swa_weight_layout_t;
+
+/** \brief Arguments of swa_project(). Fill with swa_project_args_init().
+ *
+ *  The merged projection that produces a layer's query latents and SWA KV
+ *  vectors from hidden states in one GEMM:
+ *  out[T, q_dim + kv_dim] = hidden[T, hidden_dim] x weight, BF16 inputs, FP32
+ *  accumulation. Columns [0, q_dim) of each output row are the query part and
+ *  [q_dim, q_dim + kv_dim) the KV part. Tensors are dense row-major host memory
+ *  on the CPU backend, device memory on the CUDA backend; all are borrowed for
+ *  the call only. */
+typedef struct swa_project_args {
+  size_t struct_size;                /**< sizeof(swa_project_args_t), set by init. */
+  const void* hidden;                /**< [n_tokens, hidden_dim] BF16 (uint16_t bits). */
+  const void* weight;                /**< BF16, shape per weight_layout. */
+  swa_weight_layout_t weight_layout; /**< Default SWA_WEIGHT_OUT_IN. */
+  void* out;                         /**< [n_tokens, q_dim + kv_dim] in out_dtype; fully written on success. */
+  swa_dtype_t out_dtype;             /**< SWA_DTYPE_FP32 (default) or SWA_DTYPE_BF16 (round to nearest even). */
+  uint32_t n_tokens;                 /**< T; 0 is a no-op. */
+  uint32_t hidden_dim;               /**< K, >= 1. */
+  uint32_t q_dim;                    /**< Query columns (may be 0). */
+  uint32_t kv_dim;                   /**< KV columns (may be 0); q_dim + kv_dim >= 1. */
+  void* stream;                      /**< cudaStream_t on the CUDA backend (work is enqueued, not waited for); ignored on the CPU. */
+} swa_project_args_t;
+
+/** \brief Fill *args with the defaults listed on swa_project_args_t (pointers NULL, sizes 0).
+ *  \param[out] args Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_project_args_init(swa_project_args_t* args);
+
+/** \brief Run the merged projection GEMM on the cache's backend.
+ *
+ *  CPU backend: a cache-blocked, multi-threaded GEMM that returns when done.
+ *  CUDA backend: one cuBLASLt matmul enqueued on args->stream.
+ *  \param[in] cache Selects the backend (and CUDA device); its slots are not touched.
+ *  \param[in] args The tensors and sizes.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size, NULL
+ *  tensors (when n_tokens > 0), hidden_dim = 0, q_dim + kv_dim = 0, sizes whose
+ *  element counts overflow, unknown dtype or weight layout.
+ *  \retval SWA_INTERNAL (or another code) when the CUDA runtime or cuBLASLt
+ *  fails; the message carries its text.
+ *  \note Thread-safe; concurrent calls on one CUDA cache are serialised. */
+SWA_API swa_status_t swa_project(swa_cache_t* cache, const swa_project_args_t* args);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -4,6 +4,9 @@
 
 #include "capi/error.h"
 #include "common/status_macros.h"
+#ifdef SWACACHE_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace swa::capi {
 namespace {
@@ -82,8 +85,11 @@ absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOpt
   spec->max_slots = c.max_slots;
   spec->scale_mode = static_cast<ScaleMode>(c.scale_mode);
 
-  // AUTO picks CUDA only where a CUDA backend exists; none does in this build yet.
+  // AUTO picks CUDA only in a CUDA build on a machine with a device.
   options->backend = c.backend == SWA_BACKEND_CUDA ? BackendKind::kCuda : BackendKind::kCpu;
+#ifdef SWACACHE_HAVE_CUDA
+  if (c.backend == SWA_BACKEND_AUTO && CudaDeviceAvailable()) options->backend = BackendKind::kCuda;
+#endif
   options->device = c.device;
   options->num_threads = c.num_threads;
   options->pool = c.pool;

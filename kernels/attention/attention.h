@@ -1,0 +1,84 @@
+// SWA attention over stored KV rows (SPEC section 6), for the ring-only path
+// (decode / speculative verify, keys read from the ring) and the staged path
+// (prefill / mixed, keys from the staging buffer's sections 1 and 2).
+//
+// One CTA = one (sequence, KV head, tile of query rows); query rows are
+// token-major (kernels/attention/key_range.h) so a tile visits only the key
+// tiles of its band. Each key tile is dequantised once into shared memory and
+// used by every query row (heads and tokens) of the CTA.
+//
+// Two kernels share that structure:
+//  - MMA: bf16 mma.sync m16n8k16, FP32 accumulation and online softmax
+//    (error budget of BF16 outputs, SPEC 6);
+//  - precise: FP32 FMA throughout, for FP32 outputs or FP32 storage (1e-5).
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "kernels/step/kv_rows.h"
+
+namespace swa::kernels {
+
+// Per-sequence data the kernels read (== swa::StepSeq).
+struct AttnSeq {
+  uint32_t slot;
+  int32_t seqlen_q;
+  int32_t seqlen_k;
+  int32_t q_start;
+  int32_t valid_start;
+  int32_t token_offset;
+};
+
+struct AttentionParams {
+  // Queries / outputs [T, Hq, D] and optional sinks [Hq]; device memory.
+  const void* q = nullptr;
+  uint32_t q_dtype = kDtypeFp32;
+  void* out = nullptr;
+  uint32_t out_dtype = kDtypeFp32;
+  const float* sinks = nullptr;
+  float scale = 0;
+
+  int32_t q_heads = 0;
+  int32_t kv_heads = 0;
+  int32_t head_dim = 0;
+  bool shared_kv = true;
+  uint32_t format = kFormatMxfp8;
+  uint32_t vec_bytes = 0;
+  uint32_t bytes_per_token = 0;
+  int32_t window = 0;
+
+  const AttnSeq* seqs = nullptr;  // device [n_seqs]
+  int32_t n_seqs = 0;
+  // Work list: `tiles` (device, optional) lists (sequence, row tile) pairs, one
+  // CTA each; without it the grid is every sequence x ceil(max_seqlen_q * G /
+  // rows per tile) tiles and CTAs past a sequence's rows exit (graph mode).
+  const int2* tiles = nullptr;
+  int32_t n_tiles = 0;
+  int32_t max_seqlen_q = 0;
+
+  // Ring-only: offset_len [T, 2] (device) and the ring.
+  const int32_t* offset_len = nullptr;
+  RingRows ring;
+  // Staged: pivots [T, 4] (device) and the staging buffer (section 1, then 2).
+  const int32_t* pivots = nullptr;
+  const uint8_t* staging = nullptr;
+
+  // false: the precise FP32 kernel; true: the bf16 tensor-core kernel.
+  bool use_mma = true;
+};
+
+// Head dims with compiled kernels; anything else is unsupported.
+bool AttentionHeadDimSupported(int head_dim);
+
+// Query rows per CTA of each kernel (for building `tiles` on the host).
+inline constexpr int kMmaTileRows = 64;
+inline constexpr int kPreciseTileRows = 16;
+inline int AttentionTileRows(bool use_mma) { return use_mma ? kMmaTileRows : kPreciseTileRows; }
+
+// Ring-only path (reads offset_len and the ring).
+cudaError_t LaunchDecodeAttention(const AttentionParams& p, cudaStream_t stream);
+// Staged path (reads pivots and the staging buffer).
+cudaError_t LaunchPrefillAttention(const AttentionParams& p, cudaStream_t stream);
+
+}  // namespace swa::kernels

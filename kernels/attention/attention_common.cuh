@@ -1,0 +1,151 @@
+// Device helpers shared by the attention kernels: where a sequence's keys
+// live, each query row's key range, and dequantisation of stored vectors.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "codec/mxfp8_math.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/key_range.h"
+
+namespace swa::kernels {
+
+constexpr float kNegInf = -__builtin_huge_valf();
+
+// The CTA's work item: sequence and first query row.
+struct CtaWork {
+  int32_t seq;
+  int32_t row0;
+  bool valid;
+};
+
+__device__ __forceinline__ CtaWork CtaWorkOf(const AttentionParams& p, int tile_rows) {
+  CtaWork w;
+  if (p.tiles != nullptr) {
+    const int2 t = p.tiles[blockIdx.x];
+    w.seq = t.x;
+    w.row0 = t.y * tile_rows;
+  } else {
+    const int32_t group = p.q_heads / p.kv_heads;
+    const int32_t per_seq = (p.max_seqlen_q * group + tile_rows - 1) / tile_rows;
+    w.seq = static_cast<int32_t>(blockIdx.x / per_seq);
+    w.row0 = static_cast<int32_t>(blockIdx.x % per_seq) * tile_rows;
+  }
+  w.valid = w.seq < p.n_seqs;
+  return w;
+}
+
+// One sequence's key numbering (key_range.h).
+template <bool kStaged>
+struct SeqKeys {
+  AttnSeq s;
+  int32_t seq;
+  int32_t base;        // ring-only: position of key 0
+  int32_t sec2_first;  // staged: section-2 row of the first new token
+  int32_t n_keys;
+
+  __device__ __forceinline__ void Init(const AttentionParams& p, int32_t i) {
+    seq = i;
+    s = p.seqs[i];
+    if (kStaged) {
+      base = 0;
+      sec2_first = p.n_seqs * p.window + s.token_offset;
+      n_keys = StagedKeyCount(p.window, s.seqlen_q);
+    } else {
+      const int32_t len0 = s.seqlen_q > 0 ? p.offset_len[2 * s.token_offset + 1] : 1;
+      base = RingKeyBase(s.q_start, len0);
+      sec2_first = 0;
+      n_keys = RingKeyCount(s.q_start, s.seqlen_q, base);
+    }
+  }
+
+  // Visible keys of the sequence's token j.
+  __device__ __forceinline__ KeyRange TokenKeys(const AttentionParams& p, int32_t j) const {
+    const int64_t t = s.token_offset + j;
+    if (kStaged) return StagedTokenKeys(p.pivots + 4 * t, seq, p.window, sec2_first);
+    return RingTokenKeys(s.q_start, j, p.offset_len[2 * t + 1], base);
+  }
+
+  // Start of stored vector `hv` (K heads, then V heads) of key k.
+  __device__ __forceinline__ const uint8_t* Vector(const AttentionParams& p, int32_t k,
+                                                   int hv) const {
+    const uint8_t* row;
+    if (kStaged) {
+      row = p.staging + StagedKeyRow(seq, k, p.window, sec2_first) * p.bytes_per_token;
+    } else {
+      const int64_t r = RingKeyRow(s.slot, base, k, p.ring.ring_len);
+      row = p.ring.base + static_cast<uint64_t>(r / p.ring.ring_len) * p.ring.slot_bytes +
+            static_cast<uint64_t>(r % p.ring.ring_len) * p.ring.bytes_per_token;
+    }
+    return row + static_cast<int64_t>(hv) * p.vec_bytes;
+  }
+};
+
+// Eight consecutive values (element e, a multiple of 8) of a stored vector.
+template <int D>
+__device__ __forceinline__ void Dequant8(const uint8_t* vec, uint32_t format, int e, float* out) {
+  if (format == kFormatMxfp8) {
+    const uint8_t scale = vec[D + e / 32];
+    const uint8_t* c = vec + e;
+    uint32_t w0, w1;
+    if ((reinterpret_cast<uintptr_t>(c) & 3) == 0) {
+      w0 = *reinterpret_cast<const uint32_t*>(c);
+      w1 = *reinterpret_cast<const uint32_t*>(c + 4);
+    } else {
+      w0 = uint32_t(c[0]) | (uint32_t(c[1]) << 8) | (uint32_t(c[2]) << 16) | (uint32_t(c[3]) << 24);
+      w1 = uint32_t(c[4]) | (uint32_t(c[5]) << 8) | (uint32_t(c[6]) << 16) | (uint32_t(c[7]) << 24);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      out[j] = codec::DecodeElement(static_cast<uint8_t>(w0 >> (8 * j)), scale);
+      out[4 + j] = codec::DecodeElement(static_cast<uint8_t>(w1 >> (8 * j)), scale);
+    }
+  } else if (format == kFormatBf16) {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(vec) + e;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[j] = __uint_as_float(uint32_t(h[j]) << 16);
+  } else {
+    const float* f = reinterpret_cast<const float*>(vec) + e;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[j] = f[j];
+  }
+}
+
+// Eight query values as FP32.
+__device__ __forceinline__ void LoadQuery8(const AttentionParams& p, int64_t elem, float* out) {
+  if (p.q_dtype == kDtypeFp32) {
+    const float* f = static_cast<const float*>(p.q) + elem;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[j] = f[j];
+  } else {
+    const uint16_t* h = static_cast<const uint16_t*>(p.q) + elem;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[j] = __uint_as_float(uint32_t(h[j]) << 16);
+  }
+}
+
+__device__ __forceinline__ void StoreOut(const AttentionParams& p, int64_t elem, float v) {
+  if (p.out_dtype == kDtypeFp32)
+    static_cast<float*>(p.out)[elem] = v;
+  else
+    static_cast<uint16_t*>(p.out)[elem] = codec::Bf16FromFloat(v);
+}
+
+__device__ __forceinline__ float WarpMax(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float WarpSum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Online-softmax rescale factor exp(m_old - m_new), safe for -inf maxima.
+__device__ __forceinline__ float Rescale(float m_old, float m_new) {
+  return m_old == m_new ? 1.0f : expf(m_old - m_new);
+}
+
+}  // namespace swa::kernels

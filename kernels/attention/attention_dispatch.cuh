@@ -1,0 +1,72 @@
+// Launch of either attention kernel for one key source, with the head-dim
+// dispatch (the launchers in decode_attention.cu / prefill_attention.cu).
+#pragma once
+
+#include "kernels/attention/attention_mma.cuh"
+#include "kernels/attention/attention_precise.cuh"
+
+namespace swa::kernels {
+
+inline bool GridOf(const AttentionParams& p, int tile_rows, dim3* grid) {
+  int64_t n;
+  if (p.tiles != nullptr) {
+    n = p.n_tiles;
+  } else {
+    const int64_t group = p.q_heads / p.kv_heads;
+    n = int64_t(p.n_seqs) * ((int64_t(p.max_seqlen_q) * group + tile_rows - 1) / tile_rows);
+  }
+  if (n > 0x7fffffff || p.kv_heads > 65535) return false;
+  *grid = dim3(static_cast<unsigned>(n), 1, static_cast<unsigned>(p.kv_heads));
+  return true;
+}
+
+template <typename Kernel>
+cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem,
+                           const AttentionParams& p, cudaStream_t stream) {
+  if (grid.x == 0) return cudaSuccess;
+  if (smem > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (e != cudaSuccess) return e;
+  }
+  kernel<<<grid, threads, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int D, bool kStaged>
+cudaError_t LaunchAttentionD(const AttentionParams& p, cudaStream_t stream) {
+  dim3 grid;
+  if (p.use_mma) {
+    if (!GridOf(p, kMmaTileRows, &grid)) return cudaErrorInvalidConfiguration;
+    if (p.shared_kv) {
+      using S = MmaShape<D, true>;
+      return LaunchWithSmem(MmaAttentionKernel<D, true, kStaged>, grid, S::kThreads,
+                            S::kSmemBytes, p, stream);
+    }
+    using S = MmaShape<D, false>;
+    return LaunchWithSmem(MmaAttentionKernel<D, false, kStaged>, grid, S::kThreads,
+                          S::kSmemBytes, p, stream);
+  }
+  if (!GridOf(p, kPreciseTileRows, &grid)) return cudaErrorInvalidConfiguration;
+  return LaunchWithSmem(PreciseAttentionKernel<D, kStaged>, grid, PreciseShape::kThreads,
+                        PreciseSmemBytes<D>(p.shared_kv), p, stream);
+}
+
+template <bool kStaged>
+cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
+  if (p.q == nullptr || p.out == nullptr || p.seqs == nullptr || p.kv_heads <= 0 ||
+      p.q_heads <= 0 || p.q_heads % p.kv_heads != 0 || p.n_seqs < 0 ||
+      (kStaged ? (p.pivots == nullptr || p.staging == nullptr)
+               : (p.offset_len == nullptr || p.ring.base == nullptr || p.ring.ring_len <= 0)))
+    return cudaErrorInvalidValue;
+  if (p.n_seqs == 0) return cudaSuccess;
+  switch (p.head_dim) {
+    case 64: return LaunchAttentionD<64, kStaged>(p, stream);
+    case 128: return LaunchAttentionD<128, kStaged>(p, stream);
+    case 256: return LaunchAttentionD<256, kStaged>(p, stream);
+    case 512: return LaunchAttentionD<512, kStaged>(p, stream);
+    default: return cudaErrorNotSupported;  // the host wrapper names the value
+  }
+}
+
+}  // namespace swa::kernels

@@ -1,0 +1,269 @@
+// The tensor-core attention kernel: bf16 mma.sync m16n8k16 with FP32
+// accumulation, FlashAttention-style online softmax over key tiles.
+//
+// CTA = 64 query rows x the key band of those rows, 4 x CS warps (CS = D/128
+// for D >= 256, else 1). Per key tile (kKeys rows, dequantised once to bf16
+// shared memory): S = Q K^T (warp = 16 rows x kKeys/CS keys) -> shared FP32;
+// masked online softmax per row -> P (bf16) and row rescale factors; O += P V
+// (warp = 16 rows x D/CS output columns, kept in registers).
+#pragma once
+
+#include "kernels/attention/attention_common.cuh"
+
+namespace swa::kernels {
+
+template <int D, bool kSharedKv>
+struct MmaShape {
+  static constexpr int kRows = kMmaTileRows;  // 64
+  static constexpr int kColSplit = D >= 256 ? D / 128 : 1;
+  static constexpr int kWarps = 4 * kColSplit;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kKeys = (D == 512 && !kSharedKv) ? 32 : 64;
+  static constexpr int kQStride = D + 8;       // bf16 elements; +8 spreads banks
+  static constexpr int kSStride = kKeys + 4;   // floats
+  static constexpr int kPStride = kKeys + 8;   // bf16 elements
+  static constexpr int kSTiles = kKeys / kColSplit / 8;  // n8 tiles per warp in S
+  static constexpr int kOTiles = D / kColSplit / 8;     // n8 tiles per warp in O
+  static_assert(kSTiles >= 1 && kOTiles >= 1 && D % 16 == 0 && kKeys % 16 == 0);
+
+  static constexpr size_t kQBytes = size_t(kRows) * kQStride * 2;
+  static constexpr size_t kKBytes = size_t(kKeys) * kQStride * 2;
+  static constexpr size_t kVBytes = kSharedKv ? 0 : kKBytes;
+  static constexpr size_t kSBytes = size_t(kRows) * kSStride * 4;
+  static constexpr size_t kPBytes = size_t(kRows) * kPStride * 2;
+  static constexpr size_t kStatBytes = size_t(kRows) * 4 * 5;  // m, l, alpha, begin, end
+  static constexpr size_t kSmemBytes = kQBytes + kKBytes + kVBytes + kSBytes + kPBytes + kStatBytes;
+};
+
+__device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2,
+                                        uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t Ld32(const __nv_bfloat16* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+__device__ __forceinline__ uint32_t Pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return uint32_t(__bfloat16_as_ushort(lo)) | (uint32_t(__bfloat16_as_ushort(hi)) << 16);
+}
+
+template <int D, bool kSharedKv, bool kStaged>
+__global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
+    MmaAttentionKernel(AttentionParams p) {
+  using S = MmaShape<D, kSharedKv>;
+  extern __shared__ float4 smem_f4[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>(smem_f4);
+  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem);
+  __nv_bfloat16* k_s = reinterpret_cast<__nv_bfloat16*>(smem + S::kQBytes);
+  __nv_bfloat16* v_s =
+      kSharedKv ? k_s : reinterpret_cast<__nv_bfloat16*>(smem + S::kQBytes + S::kKBytes);
+  float* s_s = reinterpret_cast<float*>(smem + S::kQBytes + S::kKBytes + S::kVBytes);
+  __nv_bfloat16* p_s = reinterpret_cast<__nv_bfloat16*>(reinterpret_cast<uint8_t*>(s_s) + S::kSBytes);
+  float* row_m = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(p_s) + S::kPBytes);
+  float* row_l = row_m + S::kRows;
+  float* row_alpha = row_l + S::kRows;
+  int32_t* row_begin = reinterpret_cast<int32_t*>(row_alpha + S::kRows);
+  int32_t* row_end = row_begin + S::kRows;
+
+  const CtaWork work = CtaWorkOf(p, S::kRows);
+  if (!work.valid) return;
+  SeqKeys<kStaged> sk;
+  sk.Init(p, work.seq);
+  const int32_t group = p.q_heads / p.kv_heads;
+  const int32_t g = blockIdx.z;
+  const int32_t n_rows = sk.s.seqlen_q * group;
+  if (work.row0 >= n_rows) return;  // whole CTA, before any barrier
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int gid = lane >> 2;  // fragment row / column group
+  const int tig = lane & 3;   // thread in group
+
+  // Row state and the query tile (bf16).
+  if (tid < S::kRows) {
+    const int32_t r = work.row0 + tid;
+    float m0 = kNegInf, l0 = 0;
+    KeyRange kr{0, 0};
+    if (r < n_rows) {
+      const QueryRow qr = QueryRowOf(r, group, g);
+      kr = sk.TokenKeys(p, qr.token);
+      if (p.sinks != nullptr) {
+        m0 = p.sinks[qr.head];
+        l0 = 1.0f;
+      }
+    }
+    row_m[tid] = m0;
+    row_l[tid] = l0;
+    row_alpha[tid] = 1.0f;
+    row_begin[tid] = kr.begin;
+    row_end[tid] = kr.end;
+  }
+  for (int idx = tid; idx < S::kRows * (D / 8); idx += S::kThreads) {
+    const int rr = idx / (D / 8);
+    const int e = (idx % (D / 8)) * 8;
+    const int32_t r = work.row0 + rr;
+    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (r < n_rows) {
+      const QueryRow qr = QueryRowOf(r, group, g);
+      LoadQuery8(p, ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D + e, v);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) q_s[rr * S::kQStride + e + j] = __float2bfloat16_rn(v[j]);
+  }
+  __syncthreads();
+
+  // The CTA's key band (rows are few; every thread scans them).
+  int32_t band_lo = 0x7fffffff, band_hi = 0;
+  for (int rr = 0; rr < S::kRows; ++rr)
+    if (row_end[rr] > row_begin[rr]) {
+      band_lo = min(band_lo, row_begin[rr]);
+      band_hi = max(band_hi, row_end[rr]);
+    }
+
+  const int rg = warp & 3;          // row group: rows 16*rg ...
+  const int cs = warp >> 2;         // column slice
+  const int rbase = rg * 16;
+  float o[S::kOTiles][4];
+#pragma unroll
+  for (int nt = 0; nt < S::kOTiles; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0;
+
+  for (int32_t k0 = band_lo; k0 < band_hi; k0 += S::kKeys) {
+    __syncthreads();  // previous tile's K/V/P are consumed
+    for (int idx = tid; idx < S::kKeys * (D / 8); idx += S::kThreads) {
+      const int kk = idx / (D / 8);
+      const int e = (idx % (D / 8)) * 8;
+      const int32_t key = k0 + kk;
+      const bool in = key < band_hi;
+      float v[8];
+      if (in) Dequant8<D>(sk.Vector(p, key, g), p.format, e, v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) k_s[kk * S::kQStride + e + j] = __float2bfloat16_rn(in ? v[j] : 0.f);
+      if (!kSharedKv) {
+        if (in) Dequant8<D>(sk.Vector(p, key, p.kv_heads + g), p.format, e, v);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          v_s[kk * S::kQStride + e + j] = __float2bfloat16_rn(in ? v[j] : 0.f);
+      }
+    }
+    __syncthreads();
+
+    // S = Q K^T for rows rbase..+16, keys kbase..+kKeys/CS.
+    {
+      constexpr int kKeysPerWarp = S::kKeys / S::kColSplit;
+      const int kbase = cs * kKeysPerWarp;
+      float acc[S::kSTiles][4];
+#pragma unroll
+      for (int nt = 0; nt < S::kSTiles; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0;
+#pragma unroll 4
+      for (int kb = 0; kb < D; kb += 16) {
+        const __nv_bfloat16* qa = q_s + (rbase + gid) * S::kQStride + kb + tig * 2;
+        const uint32_t a0 = Ld32(qa), a1 = Ld32(qa + 8 * S::kQStride);
+        const uint32_t a2 = Ld32(qa + 8), a3 = Ld32(qa + 8 * S::kQStride + 8);
+#pragma unroll
+        for (int nt = 0; nt < S::kSTiles; ++nt) {
+          const __nv_bfloat16* kp = k_s + (kbase + nt * 8 + gid) * S::kQStride + kb + tig * 2;
+          MmaBf16(acc[nt], a0, a1, a2, a3, Ld32(kp), Ld32(kp + 8));
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < S::kSTiles; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = rbase + gid + 8 * h;
+#pragma unroll
+          for (int c2 = 0; c2 < 2; ++c2) {
+            const int col = kbase + nt * 8 + tig * 2 + c2;
+            const int32_t key = k0 + col;
+            const bool vis = key >= row_begin[r] && key < row_end[r];
+            s_s[r * S::kSStride + col] = vis ? acc[nt][2 * h + c2] * p.scale : kNegInf;
+          }
+        }
+    }
+    __syncthreads();
+
+    // Online softmax, one warp per row.
+    for (int r = warp; r < S::kRows; r += S::kWarps) {
+      float sv[S::kKeys / 32];
+      float mx = kNegInf;
+#pragma unroll
+      for (int c = 0; c < S::kKeys / 32; ++c) {
+        sv[c] = s_s[r * S::kSStride + lane + 32 * c];
+        mx = fmaxf(mx, sv[c]);
+      }
+      mx = WarpMax(mx);
+      const float m_old = row_m[r];
+      const float m_new = fmaxf(m_old, mx);
+      float sum = 0;
+#pragma unroll
+      for (int c = 0; c < S::kKeys / 32; ++c) {
+        const float pe = sv[c] == kNegInf ? 0.0f : __expf(sv[c] - m_new);
+        const __nv_bfloat16 pb = __float2bfloat16_rn(pe);
+        p_s[r * S::kPStride + lane + 32 * c] = pb;
+        sum += __bfloat162float(pb);
+      }
+      sum = WarpSum(sum);
+      if (lane == 0) {
+        const float alpha = Rescale(m_old, m_new);
+        row_alpha[r] = alpha;
+        row_l[r] = row_l[r] * alpha + sum;
+        row_m[r] = m_new;
+      }
+    }
+    __syncthreads();
+
+    // O = alpha * O + P V for rows rbase..+16, columns obase..+D/CS.
+    {
+      const int obase = cs * (D / S::kColSplit);
+      const float al0 = row_alpha[rbase + gid], al1 = row_alpha[rbase + gid + 8];
+#pragma unroll
+      for (int nt = 0; nt < S::kOTiles; ++nt) {
+        o[nt][0] *= al0;
+        o[nt][1] *= al0;
+        o[nt][2] *= al1;
+        o[nt][3] *= al1;
+      }
+#pragma unroll
+      for (int kb = 0; kb < S::kKeys; kb += 16) {
+        const __nv_bfloat16* pa = p_s + (rbase + gid) * S::kPStride + kb + tig * 2;
+        const uint32_t a0 = Ld32(pa), a1 = Ld32(pa + 8 * S::kPStride);
+        const uint32_t a2 = Ld32(pa + 8), a3 = Ld32(pa + 8 * S::kPStride + 8);
+        const __nv_bfloat16* vrow = v_s + (kb + tig * 2) * S::kQStride + obase + gid;
+#pragma unroll
+        for (int nt = 0; nt < S::kOTiles; ++nt) {
+          const __nv_bfloat16* vp = vrow + nt * 8;
+          const uint32_t b0 = Pack2(vp[0], vp[S::kQStride]);
+          const uint32_t b1 = Pack2(vp[8 * S::kQStride], vp[9 * S::kQStride]);
+          MmaBf16(o[nt], a0, a1, a2, a3, b0, b1);
+        }
+      }
+    }
+  }
+  __syncthreads();
+
+  // Normalise and write this warp's 16 rows x D/CS columns.
+  const int obase = cs * (D / S::kColSplit);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int rr = rbase + gid + 8 * h;
+    const int32_t r = work.row0 + rr;
+    if (r >= n_rows) continue;
+    const QueryRow qr = QueryRowOf(r, group, g);
+    const int64_t elem0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
+    const float lsum = row_l[rr];
+    const float inv = lsum > 0 ? 1.0f / lsum : 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < S::kOTiles; ++nt) {
+      const int col = obase + nt * 8 + tig * 2;
+      StoreOut(p, elem0 + col, o[nt][2 * h] * inv);
+      StoreOut(p, elem0 + col + 1, o[nt][2 * h + 1] * inv);
+    }
+  }
+}
+
+}  // namespace swa::kernels

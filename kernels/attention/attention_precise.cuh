@@ -1,0 +1,139 @@
+// The precise attention kernel: FP32 FMA and accurate expf throughout, for FP32
+// outputs and FP32 storage (SPEC 6's 1e-5 budget). 8 warps x 2 query rows; a
+// lane owns dims lane + 32c. Key tiles of kKeys rows are dequantised into FP32
+// shared memory once per CTA.
+#pragma once
+
+#include "kernels/attention/attention_common.cuh"
+
+namespace swa::kernels {
+
+struct PreciseShape {
+  static constexpr int kWarps = 8;
+  static constexpr int kRowsPerWarp = 2;
+  static constexpr int kRows = kWarps * kRowsPerWarp;  // == kPreciseTileRows
+  static constexpr int kKeys = 32;
+  static constexpr int kThreads = 32 * kWarps;
+};
+static_assert(PreciseShape::kRows == kPreciseTileRows);
+
+template <int D>
+constexpr size_t PreciseSmemBytes(bool shared_kv) {
+  return size_t(PreciseShape::kKeys) * D * sizeof(float) * (shared_kv ? 1 : 2);
+}
+
+template <int D, bool kStaged>
+__global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel(AttentionParams p) {
+  using S = PreciseShape;
+  constexpr int kC = D / 32;
+  extern __shared__ float4 smem_f4[];
+  float* k_tile = reinterpret_cast<float*>(smem_f4);
+  float* v_tile = p.shared_kv ? k_tile : k_tile + S::kKeys * D;
+  __shared__ int band[2];
+
+  const CtaWork work = CtaWorkOf(p, S::kRows);
+  if (!work.valid) return;
+  SeqKeys<kStaged> sk;
+  sk.Init(p, work.seq);
+  const int32_t group = p.q_heads / p.kv_heads;
+  const int32_t g = blockIdx.z;
+  const int32_t n_rows = sk.s.seqlen_q * group;
+  if (work.row0 >= n_rows) return;  // whole CTA: no barrier reached yet
+
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  if (threadIdx.x == 0) {
+    band[0] = 0x7fffffff;
+    band[1] = 0;
+  }
+  __syncthreads();
+
+  float q[S::kRowsPerWarp][kC], o[S::kRowsPerWarp][kC], m[S::kRowsPerWarp], l[S::kRowsPerWarp];
+  KeyRange kr[S::kRowsPerWarp];
+  int64_t out_elem[S::kRowsPerWarp];
+#pragma unroll
+  for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
+    const int32_t r = work.row0 + warp * S::kRowsPerWarp + rr;
+    kr[rr] = {0, 0};
+    m[rr] = kNegInf;
+    l[rr] = 0;
+    out_elem[rr] = -1;
+#pragma unroll
+    for (int c = 0; c < kC; ++c) o[rr][c] = q[rr][c] = 0;
+    if (r >= n_rows) continue;
+    const QueryRow qr = QueryRowOf(r, group, g);
+    kr[rr] = sk.TokenKeys(p, qr.token);
+    out_elem[rr] = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
+    if (p.q_dtype == kDtypeFp32) {
+      const float* qs = static_cast<const float*>(p.q) + out_elem[rr];
+#pragma unroll
+      for (int c = 0; c < kC; ++c) q[rr][c] = qs[lane + 32 * c];
+    } else {
+      const uint16_t* qs = static_cast<const uint16_t*>(p.q) + out_elem[rr];
+#pragma unroll
+      for (int c = 0; c < kC; ++c) q[rr][c] = __uint_as_float(uint32_t(qs[lane + 32 * c]) << 16);
+    }
+    if (p.sinks != nullptr) {
+      m[rr] = p.sinks[qr.head];
+      l[rr] = 1.0f;  // exp(S_h - m) with m = S_h
+    }
+    if (lane == 0 && kr[rr].end > kr[rr].begin) {
+      atomicMin(&band[0], kr[rr].begin);
+      atomicMax(&band[1], kr[rr].end);
+    }
+  }
+  __syncthreads();
+  const int32_t band_lo = band[0];
+  const int32_t band_hi = band[1];
+
+  for (int32_t k0 = band_lo; k0 < band_hi; k0 += S::kKeys) {
+    __syncthreads();  // the previous tile is consumed
+    constexpr int kChunks = S::kKeys * (D / 8);
+    for (int idx = threadIdx.x; idx < kChunks; idx += S::kThreads) {
+      const int kk = idx / (D / 8);
+      const int e = (idx % (D / 8)) * 8;
+      const int32_t key = k0 + kk;
+      float kv[8];
+      const bool in = key < band_hi;
+      if (in) Dequant8<D>(sk.Vector(p, key, g), p.format, e, kv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) k_tile[kk * D + e + j] = in ? kv[j] : 0.0f;
+      if (!p.shared_kv) {
+        if (in) Dequant8<D>(sk.Vector(p, key, p.kv_heads + g), p.format, e, kv);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v_tile[kk * D + e + j] = in ? kv[j] : 0.0f;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
+      const int32_t lo = max(kr[rr].begin, k0);
+      const int32_t hi = min(kr[rr].end, k0 + S::kKeys);
+      for (int32_t key = lo; key < hi; ++key) {
+        const float* kv = k_tile + (key - k0) * D;
+        float dot = 0;
+#pragma unroll
+        for (int c = 0; c < kC; ++c) dot = fmaf(q[rr][c], kv[lane + 32 * c], dot);
+        const float z = WarpSum(dot) * p.scale;
+        const float m_new = z > m[rr] ? z : m[rr];
+        const float corr = Rescale(m[rr], m_new);
+        const float pe = expf(z - m_new);
+        l[rr] = l[rr] * corr + pe;
+        const float* vv = v_tile + (key - k0) * D;
+#pragma unroll
+        for (int c = 0; c < kC; ++c) o[rr][c] = fmaf(pe, vv[lane + 32 * c], o[rr][c] * corr);
+        m[rr] = m_new;
+      }
+    }
+  }
+
+#pragma unroll
+  for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
+    if (out_elem[rr] < 0) continue;
+    const float inv = l[rr] > 0 ? 1.0f / l[rr] : 0.0f;
+#pragma unroll
+    for (int c = 0; c < kC; ++c) StoreOut(p, out_elem[rr] + lane + 32 * c, o[rr][c] * inv);
+  }
+}
+
+}  // namespace swa::kernels

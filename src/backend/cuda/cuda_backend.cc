@@ -1,0 +1,131 @@
+// CudaBackend: device selection, memory, synchronous copies, scratch pool.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/cuda_status.h"
+
+namespace swa {
+namespace cuda {
+
+CudaBackend::CudaBackend(int device) : device_(device) {}
+
+CudaBackend::~CudaBackend() {
+  DeviceGuard guard(device_);
+  DestroyBlas(blas_);
+  if (pool_ != nullptr) cudaMemPoolDestroy(pool_);
+}
+
+absl::Status CudaBackend::Init() {
+  int count = 0;
+  SWA_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count),
+                           "backend = SWA_BACKEND_CUDA: cudaGetDeviceCount");
+  if (count == 0)
+    return absl::UnavailableError("backend = SWA_BACKEND_CUDA: the CUDA runtime reports no device");
+  if (device_ < 0 || device_ >= count)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "device = %d does not exist: the CUDA runtime reports %d device(s)", device_, count));
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  // A private stream-ordered pool for step scratch, kept warm between steps
+  // (the device's default pool belongs to the application).
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device_;
+  SWA_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+  uint64_t keep = UINT64_MAX;
+  SWA_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep),
+      "cudaMemPoolSetAttribute");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> CudaBackend::Allocate(size_t bytes, size_t alignment) {
+  if (alignment > 256)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "alignment %u exceeds the 256 bytes cudaMalloc guarantees", alignment));
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  void* p = nullptr;
+  SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, bytes == 0 ? 1 : bytes),
+                           absl::StrFormat("cudaMalloc of %u bytes on device %d", bytes, device_));
+  absl::Status st = CudaStatus(cudaMemset(p, 0, bytes), "cudaMemset of a new allocation");
+  if (st.ok()) st = CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (!st.ok()) {
+    cudaFree(p);
+    return st;
+  }
+  return p;
+}
+
+void CudaBackend::Free(void* ptr, size_t) {
+  if (ptr == nullptr) return;
+  DeviceGuard guard(device_);
+  cudaFree(ptr);
+}
+
+absl::Status CudaBackend::Copy(void* dst, const void* src, size_t bytes) {
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  SWA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a copy");
+  SWA_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a copy");
+}
+
+absl::Status CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  // Whole-device sync first: the ring may still be written by steps queued on
+  // any of the engine's streams.
+  SWA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a read");
+  return CudaStatus(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost),
+                    "cudaMemcpy device to host");
+}
+
+absl::Status CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes) {
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  SWA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a write");
+  SWA_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
+                           "cudaMemcpy host to device");
+  return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a write");
+}
+
+absl::Status CudaBackend::Memset(void* dst, int value, size_t bytes) {
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  SWA_CUDA_RETURN_IF_ERROR(cudaMemset(dst, value, bytes), "cudaMemset");
+  return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a memset");
+}
+
+absl::StatusOr<uint8_t*> CudaBackend::AllocScratch(size_t bytes, cudaStream_t stream) {
+  void* p = nullptr;
+  SWA_CUDA_RETURN_IF_ERROR(cudaMallocFromPoolAsync(&p, bytes == 0 ? 1 : bytes, pool_, stream),
+                           absl::StrFormat("cudaMallocFromPoolAsync of %u bytes", bytes));
+  return static_cast<uint8_t*>(p);
+}
+
+absl::Status CudaBackend::FreeScratch(uint8_t* ptr, cudaStream_t stream) {
+  return CudaStatus(cudaFreeAsync(ptr, stream), "cudaFreeAsync");
+}
+
+}  // namespace cuda
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device) {
+  auto b = std::make_unique<cuda::CudaBackend>(device);
+  SWA_RETURN_IF_ERROR(b->Init());
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+bool CudaDeviceAvailable() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error of this thread
+    return false;
+  }
+  return count > 0;
+}
+
+}  // namespace swa

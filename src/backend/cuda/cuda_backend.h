@@ -1,0 +1,19 @@
+// The CUDA backend's entry points for code that is compiled without CUDA
+// headers (cache/, capi/). Only present in builds with SWACACHE_HAVE_CUDA.
+#pragma once
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+
+namespace swa {
+
+// A backend on CUDA device `device` (checked: it must exist). All work of a
+// step is enqueued on the caller's stream (StepWork::stream).
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device);
+
+// True when the CUDA runtime reports at least one device (for SWA_BACKEND_AUTO).
+bool CudaDeviceAvailable();
+
+}  // namespace swa

@@ -1,0 +1,57 @@
+// The CUDA backend class (internal to src/backend/cuda/ and the GPU tests).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "backend/backend.h"
+#include "backend/cuda/device_scratch.h"
+
+namespace swa::cuda {
+
+class CublasLtContext;  // cuda_project.cc
+void DestroyBlas(CublasLtContext* blas);
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  absl::Status Init();
+
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  int device() const override { return device_; }
+
+  // Device memory from cudaMalloc (256-byte aligned), zero-filled on return.
+  absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override;
+  void Free(void* ptr, size_t bytes) override;
+  // Synchronous copies / memset (complete on return): slot copy, save and
+  // restore are not on the step path and must be visible to any stream.
+  absl::Status Copy(void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyToHost(void* host_dst, const void* src, size_t bytes) override;
+  absl::Status CopyFromHost(void* dst, const void* host_src, size_t bytes) override;
+  absl::Status Memset(void* dst, int value, size_t bytes) override;
+
+  // Enqueues the step on work.stream; returns without waiting for the device.
+  absl::Status RunStep(const StepWork& work, StepResult* result) override;
+  absl::Status Project(const ProjectWork& work) override;
+
+  // Stream-ordered scratch from the backend's own memory pool.
+  absl::StatusOr<uint8_t*> AllocScratch(size_t bytes, cudaStream_t stream);
+  absl::Status FreeScratch(uint8_t* ptr, cudaStream_t stream);
+
+ private:
+  absl::Status RunStepLocked(const StepWork& work, StepResult* result);
+
+  const int device_;
+  cudaMemPool_t pool_ = nullptr;
+  absl::Mutex mu_;  // one step / projection at a time: the scratch below is shared
+  PlanUploader uploader_;
+  NonfiniteCounters nonfinite_;
+  std::vector<uint8_t> blob_;  // host image of the plan arrays
+  CublasLtContext* blas_ = nullptr;
+};
+
+}  // namespace swa::cuda

@@ -1,0 +1,120 @@
+// CudaBackend::Project: the merged projection as one cuBLASLt matmul.
+//
+// cuBLASLt is column-major; a row-major [T, N] output is the column-major
+// [N, T] matrix out^T = op(W) x hidden^T, so: A = weight (op T for the
+// [N, K] "out_in" layout, N for [K, N]), B = hidden ([K, T] column-major),
+// D = out ([N, T] column-major, ld N). BF16 A/B, FP32 compute and scale.
+#include <cublasLt.h>
+
+#include <memory>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/cuda_status.h"
+
+namespace swa::cuda {
+
+class CublasLtContext {
+ public:
+  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  ~CublasLtContext() {
+    if (workspace != nullptr) cudaFree(workspace);
+    if (handle != nullptr) cublasLtDestroy(handle);
+  }
+};
+
+void DestroyBlas(CublasLtContext* blas) { delete blas; }
+
+namespace {
+
+absl::Status BlasStatus(cublasStatus_t s, std::string_view what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  const std::string msg = absl::StrFormat("%s failed: cuBLASLt status %d", what, static_cast<int>(s));
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH)
+    return absl::UnimplementedError(msg);
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) return absl::ResourceExhaustedError(msg);
+  if (s == CUBLAS_STATUS_INVALID_VALUE) return absl::InvalidArgumentError(msg);
+  return absl::InternalError(msg);
+}
+
+#define SWA_BLAS_RETURN_IF_ERROR(expr, what) SWA_RETURN_IF_ERROR(BlasStatus((expr), (what)))
+
+// Owns the descriptors of one call.
+struct Descs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Descs() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+}  // namespace
+
+absl::Status CudaBackend::Project(const ProjectWork& w) {
+  absl::MutexLock lock(&mu_);
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  if (w.tokens == 0) return absl::OkStatus();
+  if (blas_ == nullptr) {
+    auto ctx = std::make_unique<CublasLtContext>();
+    SWA_BLAS_RETURN_IF_ERROR(cublasLtCreate(&ctx->handle), "cublasLtCreate");
+    SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(&ctx->workspace, CublasLtContext::kWorkspaceBytes),
+                             "cudaMalloc of the cuBLASLt workspace");
+    blas_ = ctx.release();
+  }
+  cudaStream_t stream = static_cast<cudaStream_t>(w.stream);
+  const uint64_t n = static_cast<uint64_t>(w.out_dim);
+  const uint64_t k = static_cast<uint64_t>(w.in_dim);
+  const uint64_t t = static_cast<uint64_t>(w.tokens);
+  const bool out_in = w.layout == WeightLayout::kOutIn;
+  const cudaDataType_t d_type = w.out_dtype == Dtype::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
+
+  Descs ds;
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                           "cublasLtMatmulDescCreate");
+  const cublasOperation_t op_a = out_in ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = CUBLAS_OP_N;
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                          &op_a, sizeof op_a),
+                           "setting TRANSA");
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                          &op_b, sizeof op_b),
+                           "setting TRANSB");
+  // A as stored: out_in = column-major [K, N] (ld K); in_out = [N, K] (ld N).
+  SWA_BLAS_RETURN_IF_ERROR(out_in ? cublasLtMatrixLayoutCreate(&ds.a, CUDA_R_16BF, k, n, k)
+                                  : cublasLtMatrixLayoutCreate(&ds.a, CUDA_R_16BF, n, k, n),
+                           "cublasLtMatrixLayoutCreate(A)");
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&ds.b, CUDA_R_16BF, k, t, k),
+                           "cublasLtMatrixLayoutCreate(B)");
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&ds.d, d_type, n, t, n),
+                           "cublasLtMatrixLayoutCreate(D)");
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&ds.pref),
+                           "cublasLtMatmulPreferenceCreate");
+  const size_t ws = CublasLtContext::kWorkspaceBytes;
+  SWA_BLAS_RETURN_IF_ERROR(
+      cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &ws, sizeof ws),
+      "setting the workspace size");
+  cublasLtMatmulHeuristicResult_t heur = {};
+  int found = 0;
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(blas_->handle, ds.op, ds.a, ds.b, ds.d,
+                                                          ds.d, ds.pref, 1, &heur, &found),
+                           "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    return absl::UnimplementedError(absl::StrFormat(
+        "cuBLASLt has no algorithm for T = %d, K = %d, N = %d", w.tokens, w.in_dim, w.out_dim));
+  const float alpha = 1.0f, beta = 0.0f;
+  SWA_BLAS_RETURN_IF_ERROR(
+      cublasLtMatmul(blas_->handle, ds.op, &alpha, w.weight, ds.a, w.hidden, ds.b, &beta, w.out,
+                     ds.d, w.out, ds.d, &heur.algo, blas_->workspace, ws, stream),
+      "cublasLtMatmul");
+  return CudaStatus(cudaGetLastError(), "cublasLtMatmul launch");
+}
+
+}  // namespace swa::cuda

@@ -1,0 +1,80 @@
+// A pure-decode step of one layer driven entirely from device memory, so that
+// an engine can capture it in a CUDA graph once and replay it every step with
+// new sequence lengths written to the same device arrays (docs/cuda_backend.md).
+//
+// Enqueue() runs: the device decode planner (kernels/plan/) -> per-sequence
+// records and ring rows -> encode new K/V into the ring -> decode attention.
+// It allocates nothing, copies nothing to or from the host and never waits,
+// so it is legal inside stream capture. All shapes that size the grid are
+// fixed at creation (max_seqs, max_tokens); the contents of the
+// device arrays may change between replays.
+//
+// What it does NOT do: host-side slot bookkeeping. The engine keeps written_end
+// and valid_start itself (or builds a metadata-only host plan per step, see
+// docs/planner.md); the device planner rejects an invalid batch by writing a
+// non-zero *error and the step then writes nothing (no ring row, no output).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "backend/step_work.h"
+#include "cache/cache.h"
+
+namespace swa::cuda {
+
+struct DeviceDecodeBatch {  // device arrays [n_seqs] (valid_start may be nullptr)
+  const uint32_t* slot = nullptr;
+  const int32_t* seqlen_q = nullptr;
+  const int32_t* seqlen_k = nullptr;
+  const int32_t* valid_start = nullptr;
+  int32_t n_seqs = 0;  // <= max_seqs; fixed for a captured graph
+};
+
+struct DecodeTensors {  // device memory, batch token order, [max_tokens, ...] rows
+  const void* q = nullptr;
+  Dtype q_dtype = Dtype::kBf16;
+  const void* k_new = nullptr;
+  const void* v_new = nullptr;  // nullptr for shared K/V
+  Dtype kv_dtype = Dtype::kBf16;
+  void* out = nullptr;
+  Dtype out_dtype = Dtype::kBf16;
+  const float* sinks = nullptr;
+  float softmax_scale = 0;  // 0 = 1/sqrt(D)
+};
+
+class DeviceDecodeStep {
+ public:
+  // `cache` must be a CUDA cache and outlive the object. The attention grid
+  // covers R - W + 1 query tokens per sequence (any legal ring-only step).
+  static absl::StatusOr<std::unique_ptr<DeviceDecodeStep>> Create(Cache& cache, uint32_t layer,
+                                                                   int32_t max_seqs,
+                                                                   int32_t max_tokens);
+  ~DeviceDecodeStep();
+
+  absl::Status Enqueue(const DeviceDecodeBatch& batch, const DecodeTensors& tensors,
+                       cudaStream_t stream);
+
+  // Device outputs of the last run (valid once the stream has reached them).
+  const int32_t* error() const { return error_; }          // [1]: 0 ok, else see decode_plan.h
+  const int32_t* cu_seqlens() const { return cu_seqlens_; }  // [max_seqs + 1]
+  unsigned long long* nonfinite() const { return nonfinite_; }  // cumulative, never reset
+
+ private:
+  DeviceDecodeStep() = default;
+  Cache* cache_ = nullptr;
+  uint32_t layer_ = 0;
+  int32_t max_seqs_ = 0, max_tokens_ = 0, max_seqlen_q_ = 0;
+  uint8_t* arena_ = nullptr;  // one cudaMalloc for everything below
+  int32_t* cu_seqlens_ = nullptr;
+  int32_t* offset_len_ = nullptr;
+  int32_t* store_rows_ = nullptr;
+  int32_t* error_ = nullptr;
+  void* seqs_ = nullptr;  // kernels::AttnSeq[max_seqs]
+  unsigned long long* nonfinite_ = nullptr;
+};
+
+}  // namespace swa::cuda

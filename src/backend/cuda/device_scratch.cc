@@ -1,0 +1,129 @@
+#include "backend/cuda/device_scratch.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cuda/cuda_status.h"
+
+namespace swa::cuda {
+
+PlanUploader::~PlanUploader() {
+  for (Slot& s : slots_) {
+    if (s.done != nullptr) {
+      cudaEventSynchronize(s.done);
+      cudaEventDestroy(s.done);
+    }
+    if (s.dev != nullptr) cudaFree(s.dev);
+    if (s.host != nullptr) cudaFreeHost(s.host);
+  }
+}
+
+absl::StatusOr<const uint8_t*> PlanUploader::Upload(const void* host, size_t bytes,
+                                                    cudaStream_t stream) {
+  if (current_ >= 0) {
+    Slot& s = slots_[current_];
+    if (s.used == bytes && std::memcmp(s.host, host, bytes) == 0) {
+      // Unchanged: order `stream` after the copy (and the last readers).
+      SWA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, s.done, 0), "cudaStreamWaitEvent");
+      return s.dev;
+    }
+  }
+  const int next = (current_ + 1) % kSlots;
+  Slot& s = slots_[next];
+  if (s.done == nullptr) {
+    SWA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming),
+                             "cudaEventCreate");
+  } else {
+    // Back-pressure: the device must be done with this pair's last use.
+    SWA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(s.done), "waiting for a plan buffer");
+  }
+  if (s.capacity < bytes) {
+    const size_t cap = std::max({bytes, 2 * s.capacity, size_t{64} << 10});
+    if (s.dev != nullptr) SWA_CUDA_RETURN_IF_ERROR(cudaFree(s.dev), "cudaFree");
+    if (s.host != nullptr) SWA_CUDA_RETURN_IF_ERROR(cudaFreeHost(s.host), "cudaFreeHost");
+    s.dev = nullptr;
+    s.host = nullptr;
+    s.capacity = 0;
+    s.used = 0;
+    SWA_CUDA_RETURN_IF_ERROR(cudaMallocHost(reinterpret_cast<void**>(&s.host), cap),
+                             absl::StrFormat("cudaMallocHost of %u bytes", cap));
+    SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&s.dev), cap),
+                             absl::StrFormat("cudaMalloc of %u bytes", cap));
+    s.capacity = cap;
+  }
+  current_ = -1;  // until the copy is enqueued, nothing is reusable
+  std::memcpy(s.host, host, bytes);
+  SWA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s.dev, s.host, bytes, cudaMemcpyHostToDevice, stream),
+                           "uploading the plan (cudaMemcpyAsync)");
+  s.used = bytes;
+  current_ = next;
+  SWA_CUDA_RETURN_IF_ERROR(cudaEventRecord(s.done, stream), "cudaEventRecord");
+  return s.dev;
+}
+
+absl::Status PlanUploader::Release(cudaStream_t stream) {
+  if (current_ < 0) return absl::OkStatus();
+  return CudaStatus(cudaEventRecord(slots_[current_].done, stream), "cudaEventRecord");
+}
+
+NonfiniteCounters::~NonfiniteCounters() {
+  for (cudaEvent_t& e : events_)
+    if (e != nullptr) {
+      cudaEventSynchronize(e);
+      cudaEventDestroy(e);
+    }
+  if (dev_ != nullptr) cudaFree(dev_);
+  if (host_ != nullptr) cudaFreeHost(host_);
+}
+
+absl::Status NonfiniteCounters::Init() {
+  if (dev_ != nullptr) return absl::OkStatus();
+  SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&dev_), kSlots * sizeof *dev_),
+                           "cudaMalloc of the non-finite counters");
+  SWA_CUDA_RETURN_IF_ERROR(
+      cudaMallocHost(reinterpret_cast<void**>(&host_), kSlots * sizeof *host_), "cudaMallocHost");
+  for (cudaEvent_t& e : events_)
+    SWA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                             "cudaEventCreate");
+  return absl::OkStatus();
+}
+
+uint64_t NonfiniteCounters::HarvestFinished() {
+  uint64_t sum = 0;
+  for (int i = 0; i < kSlots; ++i)
+    if (pending_[i] && cudaEventQuery(events_[i]) == cudaSuccess) {
+      sum += host_[i];
+      pending_[i] = false;
+    }
+  return sum;
+}
+
+absl::StatusOr<unsigned long long*> NonfiniteCounters::Begin(cudaStream_t stream,
+                                                             uint64_t* harvested) {
+  SWA_RETURN_IF_ERROR(Init());
+  *harvested += HarvestFinished();
+  const int i = next_;
+  if (pending_[i]) {  // the ring is full of unfinished steps: wait for the oldest
+    SWA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(events_[i]), "waiting for a counter");
+    *harvested += host_[i];
+    pending_[i] = false;
+  }
+  SWA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dev_ + i, 0, sizeof *dev_, stream), "cudaMemsetAsync");
+  current_ = i;
+  next_ = (next_ + 1) % kSlots;
+  return dev_ + i;
+}
+
+absl::Status NonfiniteCounters::End(cudaStream_t stream) {
+  if (current_ < 0) return absl::OkStatus();
+  const int i = current_;
+  current_ = -1;
+  SWA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(host_ + i, dev_ + i, sizeof *dev_, cudaMemcpyDeviceToHost, stream),
+      "reading back the non-finite counter");
+  SWA_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[i], stream), "cudaEventRecord");
+  pending_[i] = true;
+  return absl::OkStatus();
+}
+
+}  // namespace swa::cuda

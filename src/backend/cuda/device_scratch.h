@@ -1,0 +1,75 @@
+// Per-step device memory of the CUDA backend that must not cost a host
+// synchronisation: the plan's host arrays uploaded through pinned staging,
+// and the non-finite block counters read back asynchronously.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+
+namespace swa::cuda {
+
+// A ring of (pinned host, device) buffer pairs. Upload() reuses the last pair
+// without copying when the bytes are unchanged (every layer of a step uploads
+// the same plan); otherwise it takes the next pair, waiting on the host only
+// if the device has not yet finished the work that used that pair last
+// (back-pressure when the host runs kSlots plans ahead).
+class PlanUploader {
+ public:
+  static constexpr int kSlots = 4;
+  PlanUploader() = default;
+  ~PlanUploader();
+  PlanUploader(const PlanUploader&) = delete;
+  PlanUploader& operator=(const PlanUploader&) = delete;
+
+  // Device copy of `bytes` host bytes, ordered before later work on `stream`.
+  absl::StatusOr<const uint8_t*> Upload(const void* host, size_t bytes, cudaStream_t stream);
+  // Records that the work enqueued on `stream` so far used the last upload.
+  absl::Status Release(cudaStream_t stream);
+
+ private:
+  struct Slot {
+    uint8_t* host = nullptr;
+    uint8_t* dev = nullptr;
+    size_t capacity = 0;
+    size_t used = 0;
+    cudaEvent_t done = nullptr;  // last work that read `dev`
+  };
+  Slot slots_[kSlots];
+  int current_ = -1;
+};
+
+// Device counters of non-finite blocks met by the encoder, one per step in a
+// ring; each is copied back to pinned memory after its step and harvested by
+// a later call once its event has completed (never waited for, except when a
+// ring entry is reused while still pending).
+class NonfiniteCounters {
+ public:
+  static constexpr int kSlots = 8;
+  NonfiniteCounters() = default;
+  ~NonfiniteCounters();
+  NonfiniteCounters(const NonfiniteCounters&) = delete;
+  NonfiniteCounters& operator=(const NonfiniteCounters&) = delete;
+
+  // A zeroed device counter for the next step; adds finished steps' counts
+  // to *harvested.
+  absl::StatusOr<unsigned long long*> Begin(cudaStream_t stream, uint64_t* harvested);
+  // Enqueues the read-back of the counter returned by the last Begin().
+  absl::Status End(cudaStream_t stream);
+  // Counts of every finished step not yet harvested.
+  uint64_t HarvestFinished();
+
+ private:
+  absl::Status Init();
+  unsigned long long* dev_ = nullptr;   // [kSlots]
+  unsigned long long* host_ = nullptr;  // [kSlots], pinned
+  cudaEvent_t events_[kSlots] = {};
+  bool pending_[kSlots] = {};
+  int next_ = 0;
+  int current_ = -1;
+};
+
+}  // namespace swa::cuda
