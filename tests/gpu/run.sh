@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Builds libswacache with CUDA, runs the GPU tests (then compute-sanitizer
-# memcheck on them when available) and the GPU benchmarks, and writes a log
-# and a results table to $OUT (the device tool's folder) or build/gpu-results/.
-# Budget: well under 10 minutes on an H200 with 16 cores (the build dominates).
+# Runs the GPU tests (then compute-sanitizer memcheck on them when available)
+# and the GPU benchmarks, and writes a log and a results table to $OUT (the
+# device tool's folder) or build/gpu-results/.
+#
+# Two ways to get the binaries:
+#  - a prebuilt bundle (tests/gpu/make_bundle.sh, made on the CPU machine and
+#    carried as build-gpu-bundle/): used when $SWA_GPU_BUNDLE or
+#    $ROOT/build-gpu-bundle holds bin/. This is the normal way: the device
+#    image has nvcc, CMake and ninja but NOT abseil, GoogleTest or Google
+#    Benchmark, so configuring there fails (find_package(absl) first).
+#  - otherwise configure and build here (Release, sm_90a only).
+# Budget: SWA_GPU_BUDGET_S seconds in all (default 540, under the device
+# tool's 600 s per command); later, optional steps are skipped when time is short.
 #
 # Usage: tests/gpu/run.sh [--quick]   (--quick: fewer benchmark iterations)
 set -u -o pipefail
@@ -10,27 +19,41 @@ set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 RESULTS="${OUT:-$ROOT/build/gpu-results}"
 BUILD="${SWA_GPU_BUILD_DIR:-$ROOT/build-gpu}"
+BUNDLE="${SWA_GPU_BUNDLE:-$ROOT/build-gpu-bundle}"
+BUDGET="${SWA_GPU_BUDGET_S:-540}"
 QUICK="${1:-}"
 mkdir -p "$RESULTS"
 LOG="$RESULTS/gpu_run.log"
 TABLE="$RESULTS/gpu_results.md"
+STEPS="$RESULTS/gpu_steps.md"  # one row per finished step, written as it finishes
 : > "$LOG"
+printf '| step | result | time |\n|---|---|---|\n' > "$STEPS"
 export PATH="/usr/local/cuda/bin:$PATH"
 JOBS="$(nproc 2>/dev/null || echo 4)"
 START=$(date +%s)
+ORIG_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 
 log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
-# run_step NAME TIMEOUT CMD...: runs with a timeout, records PASS/FAIL/TIMEOUT.
-declare -a SUMMARY
+elapsed() { echo $(( $(date +%s) - START )); }
+record() { echo "$1" >> "$STEPS"; }
+# run_step NAME TIMEOUT CMD...: runs with a timeout (cut to the time left),
+# records PASS/FAIL/TIMEOUT at once (so a killed run still leaves its rows).
 run_step() {
   local name="$1" limit="$2"; shift 2
+  local left=$(( BUDGET - $(elapsed) ))
+  if [ "$left" -lt 20 ]; then
+    record "| $name | SKIPPED (time budget) | - |"
+    log "== $name: skipped, ${left}s left of the budget"
+    return 0
+  fi
+  [ "$limit" -gt "$left" ] && limit="$left"
   log "== $name: $*"
   local t0=$(date +%s)
   timeout --kill-after=10 "$limit" "$@" >> "$LOG" 2>&1
   local rc=$?
   local status=PASS
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then status=TIMEOUT; elif [ $rc -ne 0 ]; then status="FAIL(rc=$rc)"; fi
-  SUMMARY+=("| $name | $status | $(( $(date +%s) - t0 ))s |")
+  record "| $name | $status | $(( $(date +%s) - t0 ))s |"
   log "== $name: $status"
   return $rc
 }
@@ -46,62 +69,98 @@ run_step() {
 } > "$TABLE"
 nvidia-smi >> "$LOG" 2>&1 || log "nvidia-smi not available"
 
-# 1. Build (only what this script runs).
-GPU_TESTS="gpu_cuda_step_test gpu_cuda_graph_test gpu_cuda_project_test"
-run_step configure 180 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DSWACACHE_CUDA=ON \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real || true
-run_step build 360 cmake --build "$BUILD" -j "$JOBS" --target $GPU_TESTS attention_cuda_bench \
-  cuda_kernel_math_test project_gemm_test || true
+# The codec and planner kernels first (small, and they isolate the step's parts).
+GPU_TESTS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_graph_test gpu_cuda_project_test"
+CPU_TESTS="cuda_kernel_math_test project_gemm_test"
+
+# 1. Binaries: the carried bundle, else a build here.
+if [ -d "$BUNDLE/bin" ]; then
+  log "using the prebuilt bundle $BUNDLE ($(cat "$BUNDLE/BUILD_INFO" 2>/dev/null | tr '\n' ' '))"
+  UNIT_DIR="$BUNDLE/bin"; GPU_DIR="$BUNDLE/bin"; BENCH_DIR="$BUNDLE/bin"
+  # Bundled: abseil, Google Benchmark; from the device's toolkit: libcudart /
+  # libcublasLt (same CUDA major as the build). torch below runs without this.
+  export LD_LIBRARY_PATH="$BUNDLE/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  # The device's libstdc++ serves unless it is older than the build machine's.
+  if "$BUNDLE/bin/cuda_kernel_math_test" --gtest_list_tests 2>&1 | grep -q "GLIBCXX\|CXXABI"; then
+    log "the system libstdc++ is too old for the bundle: using its lib-cxx/"
+    export LD_LIBRARY_PATH="$BUNDLE/lib-cxx:$LD_LIBRARY_PATH"
+  fi
+  # libcudart / libcublasLt not in the toolkit's lib64? Look where pip puts them.
+  if ldd "$BUNDLE/bin/gpu_cuda_project_test" 2>/dev/null | grep -q "libcu.*not found"; then
+    for d in $(find /usr/local /usr/lib /opt "$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)" \
+                 -maxdepth 6 \( -name 'libcublasLt.so.1*' -o -name 'libcudart.so.1*' \) 2>/dev/null |
+               xargs -r -n1 dirname | sort -u); do
+      export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+    done
+    log "CUDA libraries searched for: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  fi
+  missing=$(for f in "$BUNDLE"/bin/*; do ldd "$f" 2>/dev/null | grep "not found"; done | sort -u)
+  if [ -n "$missing" ]; then
+    log "WARNING: unresolved shared libraries:"; echo "$missing" | tee -a "$LOG"
+    record "| shared libraries | FAIL(missing: $(echo $missing | tr '\n' ' ')) | - |"
+  fi
+  record "| bundle | PASS | - |"
+else
+  log "no bundle at $BUNDLE: building here"
+  run_step configure 180 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DSWACACHE_CUDA=ON \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real || true
+  run_step build 360 cmake --build "$BUILD" -j "$JOBS" --target $GPU_TESTS $CPU_TESTS \
+    attention_cuda_bench || true
+  UNIT_DIR="$BUILD/tests"; GPU_DIR="$BUILD/tests/gpu"; BENCH_DIR="$BUILD/bench"
+fi
 
 # 2. Tests: CPU checks of the device helpers, then the GPU tests.
-for t in cuda_kernel_math_test project_gemm_test; do
-  [ -x "$BUILD/tests/$t" ] && run_step "$t" 120 "$BUILD/tests/$t" || true
+for t in $CPU_TESTS; do
+  if [ -x "$UNIT_DIR/$t" ]; then run_step "$t" 120 "$UNIT_DIR/$t" || true
+  else record "| $t | NOT BUILT | - |"; fi
 done
 for t in $GPU_TESTS; do
-  if [ -x "$BUILD/tests/gpu/$t" ]; then
-    run_step "$t" 180 "$BUILD/tests/gpu/$t" --gtest_output="xml:$RESULTS/$t.xml" || true
+  if [ -x "$GPU_DIR/$t" ]; then
+    run_step "$t" 180 "$GPU_DIR/$t" --gtest_output="xml:$RESULTS/$t.xml" || true
   else
-    SUMMARY+=("| $t | NOT BUILT | - |")
+    record "| $t | NOT BUILT | - |"
   fi
 done
-if grep -q "Skipped" "$LOG"; then log "WARNING: some GPU tests skipped (see log)"; fi
+# A skipped GPU test means no usable device: that is a failure of this run.
+if grep -q "\[  SKIPPED \]" "$LOG"; then
+  log "ERROR: GPU tests skipped (no usable device?), see the log"
+  record "| skipped GPU tests | FAIL(see log) | - |"
+fi
 
 # 3. compute-sanitizer memcheck on the fast GPU tests (the DeepSeek-shape case is slow under it).
 if command -v compute-sanitizer > /dev/null; then
   for t in gpu_cuda_graph_test gpu_cuda_step_test; do
-    [ -x "$BUILD/tests/gpu/$t" ] || continue
+    [ -x "$GPU_DIR/$t" ] || continue
     run_step "memcheck $t" 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
-      "$BUILD/tests/gpu/$t" --gtest_filter='-*DeepSeek*' || true
+      "$GPU_DIR/$t" --gtest_filter='-*DeepSeek*' || true
   done
 else
   log "compute-sanitizer not found: memcheck skipped"
-  SUMMARY+=("| memcheck | SKIPPED (no compute-sanitizer) | - |")
+  record "| memcheck | SKIPPED (no compute-sanitizer) | - |"
 fi
 
 # 4. Benchmarks: ours, then PyTorch on the same shapes when torch is importable.
 BENCH_OUT="$RESULTS/bench_cuda.md"
-if [ -x "$BUILD/bench/attention_cuda_bench" ]; then
-  log "== attention_cuda_bench"
-  timeout 150 "$BUILD/bench/attention_cuda_bench" $QUICK > "$BENCH_OUT" 2>> "$LOG"
-  rc=$?; SUMMARY+=("| attention_cuda_bench | $([ $rc -eq 0 ] && echo PASS || echo "FAIL(rc=$rc)") | - |")
-  cat "$BENCH_OUT" >> "$LOG"
+if [ -x "$BENCH_DIR/attention_cuda_bench" ]; then
+  run_step attention_cuda_bench 150 bash -c '"$0" $1 > "$2"' \
+    "$BENCH_DIR/attention_cuda_bench" "$QUICK" "$BENCH_OUT" || true
+  [ -f "$BENCH_OUT" ] && cat "$BENCH_OUT" >> "$LOG"
 fi
 TORCH_OUT="$RESULTS/bench_torch.md"
+export LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH"
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>> "$LOG"; then
-  timeout 150 python3 "$ROOT/bench/torch_swa_baseline.py" $QUICK > "$TORCH_OUT" 2>> "$LOG"
-  rc=$?; SUMMARY+=("| torch_swa_baseline | $([ $rc -eq 0 ] && echo PASS || echo "FAIL(rc=$rc)") | - |")
-  cat "$TORCH_OUT" >> "$LOG"
+  run_step torch_swa_baseline 150 bash -c 'python3 "$0" $1 > "$2"' \
+    "$ROOT/bench/torch_swa_baseline.py" "$QUICK" "$TORCH_OUT" || true
+  [ -f "$TORCH_OUT" ] && cat "$TORCH_OUT" >> "$LOG"
 else
   log "torch with CUDA not importable: PyTorch baselines skipped"
-  SUMMARY+=("| torch_swa_baseline | SKIPPED (no torch) | - |")
+  record "| torch_swa_baseline | SKIPPED (no torch) | - |"
 fi
 
 {
   echo "## Steps"
   echo
-  echo "| step | result | time |"
-  echo "|---|---|---|"
-  printf '%s\n' "${SUMMARY[@]}"
+  cat "$STEPS"
   echo
   for t in $GPU_TESTS; do
     [ -f "$RESULTS/$t.xml" ] || continue
@@ -110,9 +169,11 @@ fi
   echo
   if [ -f "$BENCH_OUT" ]; then echo "## libswacache CUDA"; echo; cat "$BENCH_OUT"; echo; fi
   if [ -f "$TORCH_OUT" ]; then echo "## PyTorch baselines (same shapes)"; echo; cat "$TORCH_OUT"; echo; fi
-  echo "total wall time: $(( $(date +%s) - START ))s"
+  echo "total wall time: $(elapsed)s"
 } >> "$TABLE"
 log "results: $TABLE"
 cat "$TABLE"
-# Exit non-zero when any step failed, so the caller sees it at once.
-! printf '%s\n' "${SUMMARY[@]}" | grep -qE "FAIL|TIMEOUT|NOT BUILT"
+# Exit non-zero when any step failed, so the caller sees it at once (no
+# `grep -q` in a pipeline: with pipefail an early exit could hide a match).
+failed=$(grep -cE "FAIL|TIMEOUT|NOT BUILT" "$STEPS")
+[ "$failed" -eq 0 ]

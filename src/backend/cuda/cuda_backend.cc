@@ -96,6 +96,10 @@ absl::Status CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes)
 absl::Status CudaBackend::Memset(void* dst, int value, size_t bytes) {
   DeviceGuard guard(device_);
   SWA_RETURN_IF_ERROR(guard.status());
+  // Like the copies: steps queued on the engine's streams may still write the
+  // bytes being cleared, and cudaMemset runs on the legacy default stream,
+  // which does not wait for non-blocking streams.
+  SWA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a memset");
   SWA_CUDA_RETURN_IF_ERROR(cudaMemset(dst, value, bytes), "cudaMemset");
   return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a memset");
 }

@@ -44,6 +44,12 @@ class CudaBackend final : public Backend {
 
  private:
   absl::Status RunStepLocked(const StepWork& work, StepResult* result);
+  // The kernel chain of RunStepLocked over the uploaded plan blob `dev`
+  // (byte offsets of its arrays given).
+  absl::Status LaunchStepKernels(const StepWork& w, cudaStream_t stream, bool use_mma,
+                                 int32_t max_q, size_t n_tiles, const uint8_t* dev,
+                                 size_t off_seqs, size_t off_per_token, size_t off_store_rows,
+                                 size_t off_segments, size_t off_tiles, StepResult* result);
 
   const int device_;
   cudaMemPool_t pool_ = nullptr;

@@ -40,6 +40,21 @@ absl::Status CheckSupported(const StepWork& w) {
   return absl::OkStatus();
 }
 
+// swa_step is not capturable: it uploads the plan from a pinned buffer that a
+// later step rewrites (a replayed graph would read another step's plan),
+// queries and waits on events and may allocate. Refuse before touching
+// anything; graph capture goes through DeviceDecodeStep (decode_graph.h).
+absl::Status CheckNotCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  SWA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &cs),
+                           "cudaStreamIsCapturing on the step's stream");
+  if (cs != cudaStreamCaptureStatusNone)
+    return absl::FailedPreconditionError(
+        "stream is being captured into a CUDA graph: swa_step uploads a per-step plan and cannot "
+        "be captured (use the device-driven decode step for graphs)");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CudaBackend::RunStep(const StepWork& work, StepResult* result) {
@@ -53,6 +68,7 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, StepResult* result) {
   if (w.n_tokens == 0) return absl::OkStatus();
   SWA_RETURN_IF_ERROR(CheckSupported(w));
   cudaStream_t stream = static_cast<cudaStream_t>(w.stream);
+  SWA_RETURN_IF_ERROR(CheckNotCapturing(stream));
   const bool use_mma = w.out_dtype == Dtype::kBf16 && w.format != Format::kFp32;
   const int tile_rows = kernels::AttentionTileRows(use_mma);
   const int group = w.q_heads / w.kv_heads;
@@ -88,11 +104,29 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, StepResult* result) {
                 w.n_load_segments * sizeof(RowSegment));
   std::memcpy(blob_.data() + b.tiles, tiles.data(), tiles.size() * sizeof(int32_t));
   SWA_ASSIGN_OR_RETURN(const uint8_t* dev, uploader_.Upload(blob_.data(), b.bytes, stream));
-  const auto* d_seqs = reinterpret_cast<const kernels::AttnSeq*>(dev + b.seqs);
-  const auto* d_per_token = reinterpret_cast<const int32_t*>(dev + b.per_token);
-  const auto* d_store_rows = reinterpret_cast<const int32_t*>(dev + b.store_rows);
-  const auto* d_segments = reinterpret_cast<const kernels::LoadSegment*>(dev + b.segments);
-  const auto* d_tiles = reinterpret_cast<const int2*>(dev + b.tiles);
+  // From here on kernels that read `dev` may be enqueued, so the upload's
+  // event must be re-recorded after them on every exit, failures included;
+  // otherwise a later Upload could rewrite this device buffer (from another
+  // stream) while those kernels still read it.
+  const absl::Status launched = LaunchStepKernels(w, stream, use_mma, max_q, tiles.size() / 2,
+                                                  dev, b.seqs, b.per_token, b.store_rows,
+                                                  b.segments, b.tiles, result);
+  const absl::Status released = uploader_.Release(stream);
+  SWA_RETURN_IF_ERROR(launched);
+  return released;
+}
+
+absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, cudaStream_t stream, bool use_mma,
+                                            int32_t max_q, size_t n_tiles, const uint8_t* dev,
+                                            size_t off_seqs, size_t off_per_token,
+                                            size_t off_store_rows, size_t off_segments,
+                                            size_t off_tiles, StepResult* result) {
+  const size_t T = static_cast<size_t>(w.n_tokens);
+  const auto* d_seqs = reinterpret_cast<const kernels::AttnSeq*>(dev + off_seqs);
+  const auto* d_per_token = reinterpret_cast<const int32_t*>(dev + off_per_token);
+  const auto* d_store_rows = reinterpret_cast<const int32_t*>(dev + off_store_rows);
+  const auto* d_segments = reinterpret_cast<const kernels::LoadSegment*>(dev + off_segments);
+  const auto* d_tiles = reinterpret_cast<const int2*>(dev + off_tiles);
 
   SWA_ASSIGN_OR_RETURN(unsigned long long* d_nonfinite,
                        nonfinite_.Begin(stream, &result->nonfinite_blocks));
@@ -131,7 +165,7 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, StepResult* result) {
   at.seqs = d_seqs;
   at.n_seqs = static_cast<int32_t>(w.n_seqs);
   at.tiles = d_tiles;
-  at.n_tiles = static_cast<int32_t>(tiles.size() / 2);
+  at.n_tiles = static_cast<int32_t>(n_tiles);
   at.max_seqlen_q = max_q;
   at.use_mma = use_mma;
 
@@ -174,8 +208,7 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, StepResult* result) {
     SWA_RETURN_IF_ERROR(st);
     SWA_RETURN_IF_ERROR(freed);
   }
-  SWA_RETURN_IF_ERROR(nonfinite_.End(stream));
-  return uploader_.Release(stream);
+  return nonfinite_.End(stream);
 }
 
 }  // namespace swa::cuda

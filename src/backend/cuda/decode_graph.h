@@ -9,6 +9,10 @@
 // fixed at creation (max_seqs, max_tokens); the contents of the
 // device arrays may change between replays.
 //
+// Lifetime: a captured graph holds raw pointers into this object's arena and
+// the cache's pool; destroy (or stop replaying) the graph before this object
+// and the cache. Enqueue() itself may be captured any number of times.
+//
 // What it does NOT do: host-side slot bookkeeping. The engine keeps written_end
 // and valid_start itself (or builds a metadata-only host plan per step, see
 // docs/planner.md); the device planner rejects an invalid batch by writing a

@@ -90,11 +90,19 @@ absl::Status NonfiniteCounters::Init() {
 
 uint64_t NonfiniteCounters::HarvestFinished() {
   uint64_t sum = 0;
-  for (int i = 0; i < kSlots; ++i)
-    if (pending_[i] && cudaEventQuery(events_[i]) == cudaSuccess) {
+  for (int i = 0; i < kSlots; ++i) {
+    if (!pending_[i]) continue;
+    const cudaError_t q = cudaEventQuery(events_[i]);
+    if (q == cudaSuccess) {
       sum += host_[i];
       pending_[i] = false;
+    } else if (q == cudaErrorNotReady) {
+      // "Not ready" is also stored as the thread's last runtime error; left
+      // there, the next launch check (kernel<<<>>>; cudaGetLastError()) of this
+      // very step would report it as a launch failure. Clear exactly that.
+      cudaGetLastError();
     }
+  }
   return sum;
 }
 
