@@ -1,0 +1,270 @@
+// Pieces shared by the CPU attention benchmarks: timing, the measured FMA peak,
+// the benchmark cases, the naive loop and the unfused OpenBLAS pipeline.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace swa_bench {
+
+
+using swa::cpu::AttentionShape;
+using swa::cpu::SeqProblem;
+using swa::cpu::ThreadPool;
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double best_s, median_s;  // wall clock
+  double best_cpu_s;        // CPU time of the whole process (all threads)
+};
+
+inline double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+inline double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// Repeats fn until `budget_s` has passed (at least `min_reps` times).
+inline Timing TimeIt(const std::function<void()>& fn, double budget_s, int min_reps) {
+  fn();  // warm caches and workspaces
+  std::vector<double> t;
+  double best_cpu = 1e30;
+  const auto start = Clock::now();
+  while (static_cast<int>(t.size()) < min_reps ||
+         std::chrono::duration<double>(Clock::now() - start).count() < budget_s) {
+    const double c0 = CpuSeconds();
+    const auto t0 = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    best_cpu = std::min(best_cpu, CpuSeconds() - c0);
+  }
+  std::sort(t.begin(), t.end());
+  return {t.front(), t[t.size() / 2], best_cpu};
+}
+
+// ---- (a) FMA peak: 12 independent FMA chains hide the 4-cycle latency on two
+// ports. Timed in thread CPU time: preemption by other work does not lower it.
+#if defined(__x86_64__)
+#define SWA_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+__attribute__((target("avx2,fma"))) inline double FmaPeakAvx2(long iters) {
+#define SWA_DECL(i) __m256 a##i = _mm256_set1_ps(1.0f + (i) * 1e-3f);
+  SWA_CHAINS(SWA_DECL)
+  const __m256 x = _mm256_set1_ps(0.9999999f), y = _mm256_set1_ps(1e-7f);
+  const double t0 = ThreadCpuSeconds();
+  for (long it = 0; it < iters; ++it) {
+#define SWA_FMA(i) a##i = _mm256_fmadd_ps(a##i, x, y);
+    SWA_CHAINS(SWA_FMA)
+  }
+  const double s = ThreadCpuSeconds() - t0;
+  float sink = 0;
+#define SWA_SUM(i) sink += _mm256_cvtss_f32(a##i);
+  SWA_CHAINS(SWA_SUM)
+  if (sink == 12345.0f) std::puts("");
+  return 12.0 * 8 * 2 * iters / s / 1e9;
+}
+__attribute__((target("avx512f"))) inline double FmaPeakAvx512(long iters) {
+#define SWA_DECL5(i) __m512 a##i = _mm512_set1_ps(1.0f + (i) * 1e-3f);
+  SWA_CHAINS(SWA_DECL5)
+  const __m512 x = _mm512_set1_ps(0.9999999f), y = _mm512_set1_ps(1e-7f);
+  const double t0 = ThreadCpuSeconds();
+  for (long it = 0; it < iters; ++it) {
+#define SWA_FMA5(i) a##i = _mm512_fmadd_ps(a##i, x, y);
+    SWA_CHAINS(SWA_FMA5)
+  }
+  const double s = ThreadCpuSeconds() - t0;
+  float sink = 0;
+#define SWA_SUM5(i) sink += _mm512_reduce_add_ps(a##i);
+  SWA_CHAINS(SWA_SUM5)
+  if (sink == 12345.0f) std::puts("");
+  return 12.0 * 16 * 2 * iters / s / 1e9;
+}
+#endif
+
+inline double BestOf(double (*fn)(long), int reps) {
+  double best = 0;
+  for (int r = 0; r < reps; ++r) best = std::max(best, fn(20'000'000));
+  return best;
+}
+
+// ---- The data of one benchmark case.
+struct Case {
+  const char* name;
+  int hq, hkv, d;
+  int tokens, keys, window;
+  bool shared_kv;
+};
+
+struct Data {
+  Case c;
+  int seqs;
+  float scale;
+  std::vector<float> sinks, q, k, v, out, out_ref;
+  std::vector<int32_t> begin, end;
+  std::vector<SeqProblem> problems;
+  double flops = 0;
+
+  size_t QSize() const { return static_cast<size_t>(c.tokens) * c.hq * c.d; }
+  size_t KvSize() const { return static_cast<size_t>(c.keys) * c.hkv * c.d; }
+  const float* V(int s) const { return (c.shared_kv ? k.data() : v.data()) + s * KvSize(); }
+  AttentionShape Shape() const { return {c.hq, c.hkv, c.d, scale, sinks.data()}; }
+};
+
+inline Data MakeData(const Case& c, int seqs) {
+  Data x;
+  x.c = c;
+  x.seqs = seqs;
+  x.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto fill = [&](std::vector<float>& a, size_t n) {
+    a.resize(n);
+    for (float& f : a) f = u(rng);
+  };
+  fill(x.sinks, c.hq);
+  fill(x.q, x.QSize() * seqs);
+  fill(x.k, x.KvSize() * seqs);
+  if (!c.shared_kv) fill(x.v, x.KvSize() * seqs);
+  x.out.assign(x.QSize() * seqs, 0.0f);
+  // Tokens at positions p..p+T-1 of a long sequence; the tile holds the last
+  // keys = W + T - 1 positions, token t sees the W ending at itself.
+  for (int t = 0; t < c.tokens; ++t) {
+    x.end.push_back(c.keys - (c.tokens - 1 - t));
+    x.begin.push_back(std::max(0, x.end.back() - c.window));
+    x.flops += 4.0 * c.d * (x.end.back() - x.begin.back()) * c.hq * seqs;
+  }
+  for (int s = 0; s < seqs; ++s) {
+    x.problems.push_back({c.tokens, x.q.data() + s * x.QSize(), c.keys, x.k.data() + s * x.KvSize(),
+                          x.V(s), x.begin.data(), x.end.data(), x.out.data() + s * x.QSize()});
+  }
+  return x;
+}
+
+// ---- (c) The naive reference: per token and head, scores, softmax, values.
+inline void Naive(const Data& x, float* out) {
+  const Case& c = x.c;
+  const int ratio = c.hq / c.hkv;
+  std::vector<float> p(c.keys);
+  for (int s = 0; s < x.seqs; ++s) {
+    for (int t = 0; t < c.tokens; ++t) {
+      for (int h = 0; h < c.hq; ++h) {
+        const int g = h / ratio;
+        const float* q = x.q.data() + s * x.QSize() + (static_cast<size_t>(t) * c.hq + h) * c.d;
+        float m = x.sinks[h];
+        for (int j = x.begin[t]; j < x.end[t]; ++j) {
+          const float* kj = x.k.data() + s * x.KvSize() + (static_cast<size_t>(j) * c.hkv + g) * c.d;
+          float dot = 0;
+          for (int e = 0; e < c.d; ++e) dot += q[e] * kj[e];
+          p[j] = x.scale * dot;
+          m = std::max(m, p[j]);
+        }
+        float l = std::exp(x.sinks[h] - m);
+        for (int j = x.begin[t]; j < x.end[t]; ++j) l += (p[j] = std::exp(p[j] - m));
+        float* o = out + s * x.QSize() + (static_cast<size_t>(t) * c.hq + h) * c.d;
+        for (int e = 0; e < c.d; ++e) o[e] = 0;
+        for (int j = x.begin[t]; j < x.end[t]; ++j) {
+          const float* vj = x.V(s) + (static_cast<size_t>(j) * c.hkv + g) * c.d;
+          for (int e = 0; e < c.d; ++e) o[e] += p[j] * vj[e];
+        }
+        for (int e = 0; e < c.d; ++e) o[e] /= l;
+      }
+    }
+  }
+}
+
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+// ---- (b) Unfused OpenBLAS: per sequence and KV head, gather Q rows, sgemm for
+// the scores, masked softmax with the sink, sgemm for the values, normalise.
+struct BlasScratch {
+  std::vector<float> qg, s, o;
+};
+
+inline void OpenBlasPipeline(const Data& x, float* out, BlasScratch& w) {
+  const Case& c = x.c;
+  const int ratio = c.hq / c.hkv;
+  const int m = c.tokens * ratio;
+  const int ldkv = c.hkv * c.d;
+  w.qg.resize(static_cast<size_t>(m) * c.d);
+  w.s.resize(static_cast<size_t>(m) * c.keys);
+  w.o.resize(static_cast<size_t>(m) * c.d);
+  for (int s = 0; s < x.seqs; ++s) {
+    for (int g = 0; g < c.hkv; ++g) {
+      for (int t = 0; t < c.tokens; ++t) {
+        std::memcpy(&w.qg[static_cast<size_t>(t) * ratio * c.d],
+                    x.q.data() + s * x.QSize() + (static_cast<size_t>(t) * c.hq + g * ratio) * c.d,
+                    sizeof(float) * ratio * c.d);
+      }
+      const float* kg = x.k.data() + s * x.KvSize() + g * c.d;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, c.keys, c.d, x.scale, w.qg.data(),
+                  c.d, kg, ldkv, 0.0f, w.s.data(), c.keys);
+      std::vector<float> inv(m);
+      for (int r = 0; r < m; ++r) {
+        const int t = r / ratio, h = g * ratio + r % ratio;
+        float* row = &w.s[static_cast<size_t>(r) * c.keys];
+        float mx = x.sinks[h];
+        for (int j = x.begin[t]; j < x.end[t]; ++j) mx = std::max(mx, row[j]);
+        float l = std::exp(x.sinks[h] - mx);
+        for (int j = 0; j < c.keys; ++j) {
+          row[j] = (j >= x.begin[t] && j < x.end[t]) ? std::exp(row[j] - mx) : 0.0f;
+          l += row[j];
+        }
+        inv[r] = 1.0f / l;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, c.d, c.keys, 1.0f, w.s.data(),
+                  c.keys, x.V(s) + g * c.d, ldkv, 0.0f, w.o.data(), c.d);
+      for (int r = 0; r < m; ++r) {
+        const int t = r / ratio, h = g * ratio + r % ratio;
+        float* dst = out + s * x.QSize() + (static_cast<size_t>(t) * c.hq + h) * c.d;
+        for (int e = 0; e < c.d; ++e) dst[e] = w.o[static_cast<size_t>(r) * c.d + e] * inv[r];
+      }
+    }
+  }
+}
+#endif
+
+inline std::string LoadAverage() {
+  char buf[128] = {0};
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fgets(buf, sizeof buf, f) == nullptr) buf[0] = 0;
+    std::fclose(f);
+  }
+  std::string s(buf);
+  return s.substr(0, s.find(' ', s.find(' ', s.find(' ') + 1) + 1));
+}
+
+inline double RelErr(const std::vector<float>& a, const std::vector<float>& ref) {
+  double e = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    e += (static_cast<double>(a[i]) - ref[i]) * (static_cast<double>(a[i]) - ref[i]);
+    n += static_cast<double>(ref[i]) * ref[i];
+  }
+  return std::isnan(e) ? std::numeric_limits<double>::infinity() : std::sqrt(e / n);
+}
+
+}  // namespace swa_bench

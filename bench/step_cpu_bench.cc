@@ -1,0 +1,199 @@
+// swa_step end to end on the CPU backend, decode steps: encode the new K/V,
+// dequantise each sequence's ring rows, attend, store. Next to (a) the measured
+// 1-core FMA peak and (b) the unfused pipeline an engine would otherwise run on
+// the same ring: dequantise the rows (our codec), OpenBLAS sgemm for the
+// scores, masked softmax with sinks, sgemm for the values.
+//
+//   build/bench/step_cpu_bench [--quick]
+//
+// GFLOP/s counts 4 * D * W * Hq per token (every token sees W keys here).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "codec/codec.h"
+#include "cpu_bench_common.h"
+#include "swacache.h"
+
+using namespace swa_bench;  // NOLINT: a benchmark's main
+
+namespace {
+
+struct StepCase {
+  const char* name;
+  swa_format_t format;
+  int hq, hkv, d;
+  bool shared_kv;
+};
+
+constexpr int kWindow = 128, kDraft = 5, kTokens = kDraft + 1, kHistory = 500;
+
+// One cache with `seqs` sequences prefilled to kHistory tokens.
+struct Fixture {
+  swa_cache_t* cache = nullptr;
+  swa_plan_t* plan = nullptr;
+  std::vector<swa_seq_t> decode;
+  std::vector<float> q, kv, out, sinks;
+  swa_step_args_t args;
+
+  Fixture(const StepCase& c, int seqs, unsigned threads) {
+    swa_layer_desc_t l;
+    swa_layer_desc_init(&l);
+    l.kv_format = c.format;
+    l.q_heads = c.hq;
+    l.kv_heads = c.hkv;
+    l.head_dim = c.d;
+    l.shared_kv = c.shared_kv;
+    l.has_sinks = 1;
+    swa_config_t cfg;
+    swa_config_init(&cfg);
+    cfg.window = kWindow;
+    cfg.draft_tokens = kDraft;
+    cfg.max_slots = seqs;
+    cfg.backend = SWA_BACKEND_CPU;
+    cfg.num_threads = threads;
+    cfg.num_layers = 1;
+    cfg.layers = &l;
+    if (swa_cache_create(&cfg, &cache) != SWA_OK || swa_plan_create(cache, &plan) != SWA_OK) {
+      std::fprintf(stderr, "setup failed: %s\n", swa_last_error());
+      std::exit(1);
+    }
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1, 1);
+    const int t_max = seqs * kHistory;
+    q.resize(size_t(t_max) * c.hq * c.d);
+    kv.resize(size_t(t_max) * c.hkv * c.d * (c.shared_kv ? 1 : 2));
+    out.resize(q.size());
+    sinks.resize(c.hq);
+    for (float& x : q) x = u(rng);
+    for (float& x : kv) x = u(rng);
+    for (float& x : sinks) x = u(rng);
+    swa_step_args_init(&args);
+    args.q = q.data();
+    args.k_new = kv.data();
+    args.v_new = c.shared_kv ? nullptr : kv.data() + kv.size() / 2;
+    args.out = out.data();
+    args.sinks = sinks.data();
+    std::vector<swa_seq_t> prefill;
+    for (int s = 0; s < seqs; ++s) {
+      uint32_t slot;
+      swa_slot_alloc(cache, &slot);
+      prefill.push_back({slot, kHistory, kHistory, 0});
+      decode.push_back({slot, kTokens, kHistory + kTokens, 0});
+    }
+    Run(prefill);
+  }
+  ~Fixture() {
+    swa_plan_destroy(plan);
+    swa_cache_destroy(cache);
+  }
+  void Run(const std::vector<swa_seq_t>& batch) {
+    if (swa_plan_build(plan, batch.data(), uint32_t(batch.size())) != SWA_OK ||
+        swa_step(cache, plan, &args) != SWA_OK) {
+      std::fprintf(stderr, "step failed: %s\n", swa_last_error());
+      std::exit(1);
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const double budget = quick ? 0.2 : 1.0;
+  const int reps = quick ? 3 : 7;
+  double peak = 0;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    peak = BestOf(FmaPeakAvx2, reps);
+#endif
+  std::printf("swa_step decode on the CPU backend: W %d, %d tokens per sequence, %d-token history\n",
+              kWindow, kTokens, kHistory);
+  std::printf("(a) measured 1-core AVX2 FMA peak: %.1f GFLOP/s\n", peak);
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+  std::printf("(b) dequantise (our codec) + OpenBLAS %s (\"%s\") sgemm, softmax, sgemm\n",
+              OPENBLAS_VERSION, openblas_get_corename());
+#else
+  std::printf("(b) OpenBLAS baseline: SKIPPED (not found at configure time)\n");
+#endif
+  std::printf("machine load (1/5/15 min): %s\n\n", LoadAverage().c_str());
+  std::printf("%-40s %4s %3s %10s %9s %7s %10s %10s %9s\n", "case", "seqs", "thr", "step us",
+              "GF/s", "%peak", "base GF/s", "ours/base", "scaling");
+
+  const StepCase cases[] = {
+      {"DeepSeek-V4-like MXFP8 Hq64 1xD512 shared", SWA_FORMAT_MXFP8, 64, 1, 512, true},
+      {"gpt-oss-like BF16 Hq64 8xD64 K+V", SWA_FORMAT_BF16, 64, 8, 64, false},
+  };
+  for (const StepCase& c : cases) {
+    for (int seqs : {16, 64}) {
+      double one_thread = 0;
+      for (unsigned threads : {1u, 2u}) {
+        Fixture f(c, seqs, threads);
+        const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
+        // Each repeat re-plans the same step (a rewind of kTokens, within the
+        // ring margin) and times swa_step only.
+        double best = 1e30;
+        for (int r = 0; r < reps || best > 1e29; ++r) {
+          if (swa_plan_build(f.plan, f.decode.data(), uint32_t(seqs)) != SWA_OK) return 1;
+          const auto t0 = Clock::now();
+          if (swa_step(f.cache, f.plan, &f.args) != SWA_OK) return 1;
+          best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        const double gf = flops / best / 1e9;
+        if (threads == 1) one_thread = gf;
+
+        double base_gf = 0;
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+        // The same ring rows, dequantised into the tiles the pipeline multiplies.
+        openblas_set_num_threads(int(threads));
+        const Case bc{c.name, c.hq, c.hkv, c.d, kTokens, kWindow + kTokens - 1, kWindow, c.shared_kv};
+        Data x = MakeData(bc, seqs);
+        swa_tensor_view_t v;
+        v.struct_size = sizeof v;
+        swa_cache_layer_view(f.cache, 0, &v);
+        const auto fmt = static_cast<swa::Format>(c.format);
+        const int n_rows = bc.keys;
+        std::vector<int64_t> offsets(size_t(seqs) * n_rows);
+        for (int s = 0; s < seqs; ++s)
+          for (int j = 0; j < n_rows; ++j)
+            offsets[size_t(s) * n_rows + j] =
+                s * v.strides[0] + ((kHistory + kTokens - n_rows + j) % v.shape[1]) * v.strides[1];
+        BlasScratch scratch;
+        std::vector<float> blas_out(x.out.size());
+        const uint8_t* base = static_cast<const uint8_t*>(v.data);
+        const size_t vecs = size_t(seqs) * n_rows;
+        const Timing t = TimeIt(
+            [&] {
+              // K vectors (and V vectors after them in each token) of every row.
+              for (int g = 0; g < c.hkv; ++g) {
+                std::vector<int64_t> ko(offsets);
+                for (int64_t& o : ko) o += int64_t(g) * v.strides[2];
+                swa::codec::DecodeRows(fmt, c.d, vecs, {.base = base, .offsets = ko.data()},
+                                       {x.k.data() + size_t(g) * c.d, swa::codec::Dtype::kFp32,
+                                        size_t(c.hkv) * c.d});
+                if (!c.shared_kv) {
+                  for (int64_t& o : ko) o += int64_t(c.hkv) * v.strides[2];
+                  swa::codec::DecodeRows(fmt, c.d, vecs, {.base = base, .offsets = ko.data()},
+                                         {x.v.data() + size_t(g) * c.d, swa::codec::Dtype::kFp32,
+                                          size_t(c.hkv) * c.d});
+                }
+              }
+              OpenBlasPipeline(x, blas_out.data(), scratch);
+            },
+            budget, reps);
+        base_gf = flops / t.best_s / 1e9;
+#endif
+        char scaling[16] = "-", ratio[16] = "-", pct[16] = "-";
+        if (threads == 2) std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
+        if (base_gf > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", gf / base_gf);
+        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf / peak / threads);
+        std::printf("%-40s %4d %3u %10.1f %9.1f %7s %10.1f %10s %9s\n", c.name, seqs, threads,
+                    best * 1e6, gf, pct, base_gf, ratio, scaling);
+      }
+    }
+  }
+  std::printf("\nGF/s: wall clock, best repeat; %%peak per thread against (a); scaling: 2 threads "
+              "vs 1.\nmachine load (1/5/15 min): %s\n", LoadAverage().c_str());
+  return 0;
+}
