@@ -11,29 +11,11 @@
 #include <vector>
 
 #include "api/dense_reference.h"
+#include "api/test_layers.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
 
 namespace swa_test {
-
-struct LayerCfg {
-  swa_format_t format;
-  int q_heads, kv_heads, head_dim;
-  bool shared_kv, sinks;
-};
-
-inline uint16_t ToBf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-inline float FromBf16(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 struct StepSeq {
   uint32_t slot;
@@ -47,15 +29,8 @@ class StepHarness {
               uint64_t seed, bool all_stored = false)
       : cfg_(std::move(layers)), rng_(seed), window_(window), model_(int(window), {}) {
     for (size_t i = 0; i < cfg_.size(); ++i) {
-      swa_layer_desc_t d;
-      swa_layer_desc_init(&d);
-      d.role = i % 2 && !all_stored ? SWA_LAYER_DROPPED : SWA_LAYER_STORED;
-      d.kv_format = cfg_[i].format;
-      d.q_heads = cfg_[i].q_heads;
-      d.kv_heads = cfg_[i].kv_heads;
-      d.head_dim = cfg_[i].head_dim;
-      d.shared_kv = cfg_[i].shared_kv;
-      d.has_sinks = cfg_[i].sinks;
+      const swa_layer_desc_t d =
+          ToDesc(cfg_[i], i % 2 && !all_stored ? SWA_LAYER_DROPPED : SWA_LAYER_STORED);
       descs_.push_back(d);
       std::vector<float> sinks(cfg_[i].q_heads);
       for (float& s : sinks) s = Uniform(-1.5, 1.5);

@@ -64,14 +64,9 @@ TEST(StepReplay, ReplayedRingsEqualFullPrefill) {
   swa_layer_desc_t d[3];
   std::vector<ReferenceModel::Layer> ref_layers;
   for (int l = 0; l < 3; ++l) {
-    swa_layer_desc_init(&d[l]);
-    d[l].role = l == 1 ? SWA_LAYER_DROPPED : SWA_LAYER_STORED;
-    d[l].kv_format = kLayers[l].format;
-    d[l].q_heads = kLayers[l].q_heads;
-    d[l].kv_heads = kLayers[l].kv_heads;
-    d[l].head_dim = kLayers[l].head_dim;
-    d[l].shared_kv = kLayers[l].shared_kv;
-    d[l].has_sinks = 0;
+    LayerCfg c = kLayers[l];
+    c.sinks = false;
+    d[l] = ToDesc(c, l == 1 ? SWA_LAYER_DROPPED : SWA_LAYER_STORED);
     ref_layers.push_back({kLayers[l].format, kLayers[l].q_heads, kLayers[l].kv_heads,
                           kLayers[l].head_dim, kLayers[l].shared_kv, {}});
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "api/test_layers.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
 
@@ -45,17 +46,8 @@ inline std::string NoDeviceReason() {
     ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);           \
   } while (0)
 
-inline uint16_t ToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
-}
-inline float FromBf16(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using swa_test::FromBf16;
+using swa_test::ToBf16;
 
 // Random tensor bytes in `dtype` (FP32 or BF16 values in [-a, a]).
 inline std::vector<uint8_t> RandomTensor(std::mt19937_64& rng, size_t n, swa_dtype_t dtype,
@@ -117,11 +109,7 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-struct LayerCfg {
-  swa_format_t format;
-  int q_heads, kv_heads, head_dim;
-  bool shared_kv, sinks;
-};
+using swa_test::LayerCfg;
 
 struct Seq {
   uint32_t slot;
@@ -152,15 +140,8 @@ class DualCache {
             uint64_t seed)
       : layers_(std::move(layers)), rng_(seed) {
     for (size_t i = 0; i < layers_.size(); ++i) {
-      swa_layer_desc_t d;
-      swa_layer_desc_init(&d);
-      d.role = i % 2 ? SWA_LAYER_DROPPED : SWA_LAYER_STORED;
-      d.kv_format = layers_[i].format;
-      d.q_heads = layers_[i].q_heads;
-      d.kv_heads = layers_[i].kv_heads;
-      d.head_dim = layers_[i].head_dim;
-      d.shared_kv = layers_[i].shared_kv;
-      d.has_sinks = layers_[i].sinks;
+      const swa_layer_desc_t d =
+          swa_test::ToDesc(layers_[i], i % 2 ? SWA_LAYER_DROPPED : SWA_LAYER_STORED);
       descs_.push_back(d);
       std::vector<float> s(layers_[i].q_heads);
       std::uniform_real_distribution<float> u(-1.5f, 1.5f);
