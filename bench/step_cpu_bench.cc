@@ -5,10 +5,13 @@
 // scores, masked softmax with sinks, sgemm for the values.
 //
 //   build/bench/step_cpu_bench [--quick]
+//   build/bench/step_cpu_bench --case 1 --seqs 64 --threads 1 --repeat 200   # one row, for perf
 //
 // GFLOP/s counts 4 * D * W * Hq per token (every token sees W keys here).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -100,9 +103,24 @@ struct Fixture {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  int only_case = -1, only_seqs = -1, only_threads = -1, repeat = 0;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    const bool has_value = a + 1 < argc;
+    if (arg == "--quick") quick = true;
+    else if (arg == "--case" && has_value) only_case = std::atoi(argv[++a]);
+    else if (arg == "--seqs" && has_value) only_seqs = std::atoi(argv[++a]);
+    else if (arg == "--threads" && has_value) only_threads = std::atoi(argv[++a]);
+    else if (arg == "--repeat" && has_value) repeat = std::atoi(argv[++a]);
+    else {
+      std::fprintf(stderr, "usage: %s [--quick] [--case N] [--seqs N] [--threads N] [--repeat N]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
   const double budget = quick ? 0.2 : 1.0;
-  const int reps = quick ? 3 : 7;
+  const int reps = repeat > 0 ? repeat : quick ? 3 : 7;
   double peak = 0;
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
@@ -125,10 +143,14 @@ int main(int argc, char** argv) {
       {"DeepSeek-V4-like MXFP8 Hq64 1xD512 shared", SWA_FORMAT_MXFP8, 64, 1, 512, true},
       {"gpt-oss-like BF16 Hq64 8xD64 K+V", SWA_FORMAT_BF16, 64, 8, 64, false},
   };
-  for (const StepCase& c : cases) {
+  for (int ci = 0; ci < int(std::size(cases)); ++ci) {
+    const StepCase& c = cases[ci];
+    if (only_case >= 0 && ci != only_case) continue;
     for (int seqs : {16, 64}) {
+      if (only_seqs > 0 && seqs != only_seqs) continue;
       double one_thread = 0;
       for (unsigned threads : {1u, 2u}) {
+        if (only_threads > 0 && int(threads) != only_threads) continue;
         Fixture f(c, seqs, threads);
         const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
         // Each repeat re-plans the same step (a rewind of kTokens, within the
@@ -185,7 +207,7 @@ int main(int argc, char** argv) {
         base_gf = flops / t.best_s / 1e9;
 #endif
         char scaling[16] = "-", ratio[16] = "-", pct[16] = "-";
-        if (threads == 2) std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
+        if (threads == 2 && one_thread > 0) std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
         if (base_gf > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", gf / base_gf);
         if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf / peak / threads);
         std::printf("%-40s %4d %3u %10.1f %9.1f %7s %10.1f %10s %9s\n", c.name, seqs, threads,
