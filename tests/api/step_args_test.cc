@@ -1,5 +1,6 @@
 // swa_step rejects mismatched arguments with a message, and changes nothing.
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,34 @@ TEST_F(StepArgsTest, RunMakesPlanFinal) {
   EXPECT_EQ(st.steps, 1u);
   EXPECT_EQ(st.tokens, 2u);
   EXPECT_EQ(st.slots_in_use, 1u);
+}
+
+}  // namespace
+
+namespace {
+
+// A NaN/Inf in new keys never crashes: the block is stored with scale 0xFF,
+// counted in the statistics, and the step succeeds.
+TEST_F(StepArgsTest, NonFiniteInputsAreCounted) {
+  Build();
+  k_[3] = std::numeric_limits<float>::quiet_NaN();  // token 0, block 0
+  k_[512 + 40] = std::numeric_limits<float>::infinity();  // token 1, block 1
+  const swa_step_args_t a = Args(0);
+  ASSERT_EQ(swa_step(cache_, plan_, &a), SWA_OK) << swa_last_error();
+  swa_cache_stats_t st;
+  st.struct_size = sizeof st;
+  ASSERT_EQ(swa_cache_stats(cache_, &st), SWA_OK);
+  EXPECT_EQ(st.nonfinite_blocks, 2u);
+  // The stored bytes carry the NaN scale for exactly those blocks.
+  swa_tensor_view_t v;
+  v.struct_size = sizeof v;
+  ASSERT_EQ(swa_cache_layer_view(cache_, 0, &v), SWA_OK);
+  const uint8_t* row0 = static_cast<const uint8_t*>(v.data) + slot_ * v.strides[0];
+  const uint8_t* row1 = row0 + v.strides[1];
+  EXPECT_EQ(row0[512 + 0], 0xFF);
+  EXPECT_NE(row0[512 + 1], 0xFF);
+  EXPECT_EQ(row1[512 + 1], 0xFF);
+  EXPECT_NE(row1[512 + 0], 0xFF);
 }
 
 }  // namespace
