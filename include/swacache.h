@@ -749,9 +749,11 @@ SWA_API swa_status_t swa_mxfp8_decode(const uint8_t* src, size_t n_vectors, uint
                                       void* dst, swa_dtype_t dst_dtype,
                                       uint64_t* nonfinite_blocks);
 
-/** \brief Name of the CPU codec path this process uses: "avx2" or "scalar".
- *  The environment variable SWACACHE_CODEC=scalar, read once at first use,
- *  forces the scalar path (both give identical bytes).
+/** \brief Name of the CPU codec path this process uses: "avx512", "avx2" or
+ *  "scalar" (the best one the CPU supports). The environment variable
+ *  SWACACHE_CODEC, read once at first use, forces one: "scalar", "avx2" or
+ *  "avx512" (a forced path the CPU lacks falls back to the next one down).
+ *  All paths give identical bytes.
  *  \return A static string; never NULL.
  *  \note Thread-safe. */
 SWA_API const char* swa_codec_cpu_path(void);

@@ -3,17 +3,23 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace swa::codec {
 
+const RowKernels& SelectKernels(const char* env) {
+  const std::string want = env != nullptr ? env : "";
+  if (want == "scalar") return ScalarKernels();
+  if (want != "avx2") {
+    if (const RowKernels* avx512 = Avx512Kernels()) return *avx512;
+  }
+  const RowKernels* avx2 = Avx2Kernels();
+  return avx2 != nullptr ? *avx2 : ScalarKernels();
+}
+
 const RowKernels& ActiveKernels() {
-  static const RowKernels* const active = [] {
-    const char* env = std::getenv("SWACACHE_CODEC");
-    if (env != nullptr && std::strcmp(env, "scalar") == 0) return &ScalarKernels();
-    const RowKernels* avx2 = Avx2Kernels();
-    return avx2 != nullptr ? avx2 : &ScalarKernels();
-  }();
-  return *active;
+  static const RowKernels& active = SelectKernels(std::getenv("SWACACHE_CODEC"));
+  return active;
 }
 
 uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint32_t dim,

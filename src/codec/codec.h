@@ -87,9 +87,17 @@ struct RowKernels {
 const RowKernels& ScalarKernels();
 // nullptr when the CPU lacks AVX2+FMA+F16C (or the build is not x86-64).
 const RowKernels* Avx2Kernels();
-// What EncodeRows/DecodeRows use: AVX2 when available, unless the environment
-// variable SWACACHE_CODEC=scalar was set at first use.
+// nullptr when the CPU lacks AVX-512 F/BW/VL/VBMI or the AVX2 set (its
+// decode to FP32 and plain-format entries are the AVX2 kernels).
+const RowKernels* Avx512Kernels();
+// What EncodeRows/DecodeRows use: the best set available (avx512, avx2,
+// scalar). The environment variable SWACACHE_CODEC, read at first use,
+// forces one: "scalar", "avx2" or "avx512" (a forced set the CPU lacks falls
+// back to the next one down; other values are ignored).
 const RowKernels& ActiveKernels();
+// The choice ActiveKernels makes for a given SWACACHE_CODEC value (nullptr =
+// unset), exposed for tests.
+const RowKernels& SelectKernels(const char* env);
 
 // Out-of-line scalar encode of one block (32 FP32 bit patterns) and decode
 // of one block (32 codes under one scale), for the SIMD paths' rare blocks

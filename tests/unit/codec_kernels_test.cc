@@ -1,9 +1,12 @@
 // Per-row kernels: the scalar reference against the independent oracle, and
-// the AVX2 path against the scalar one, byte for byte, on millions of blocks.
+// each SIMD set (AVX2, AVX-512) against the scalar one, byte for byte, on
+// millions of blocks.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "codec/codec.h"
@@ -124,19 +127,34 @@ TEST(ScalarKernels, PlainFormatsMatchOracle) {
   }
 }
 
-// ---- AVX2 == scalar ---------------------------------------------------------
+// ---- SIMD (AVX2, AVX-512) == scalar ----------------------------------------
 
-class Avx2Kernels_ : public ::testing::Test {
+struct SimdSet {
+  const char* name;
+  const RowKernels* (*get)();
+  friend void PrintTo(const SimdSet& set, std::ostream* os) { *os << set.name; }
+};
+
+class SimdKernels : public ::testing::TestWithParam<SimdSet> {
  protected:
   void SetUp() override {
-    simd_ = Avx2Kernels();
-    if (simd_ == nullptr) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C; only the scalar path runs";
+    simd_ = GetParam().get();
+    if (simd_ == nullptr)
+      GTEST_SKIP() << "this CPU (or build) has no " << GetParam().name << " kernel set";
+    ASSERT_STREQ(simd_->name, GetParam().name);
   }
   const RowKernels* simd_ = nullptr;
   const RowKernels& scalar_ = ScalarKernels();
 };
 
-TEST_F(Avx2Kernels_, EncodeIsBitIdenticalOnMillionsOfBlocks) {
+INSTANTIATE_TEST_SUITE_P(Sets, SimdKernels,
+                         ::testing::Values(SimdSet{"avx2", &Avx2Kernels},
+                                           SimdSet{"avx512", &Avx512Kernels}),
+                         [](const ::testing::TestParamInfo<SimdSet>& info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST_P(SimdKernels, EncodeIsBitIdenticalOnMillionsOfBlocks) {
   std::mt19937 rng(4);
   const uint32_t dim = 512;
   const size_t n = 4096;  // vectors per round
@@ -169,7 +187,7 @@ TEST_F(Avx2Kernels_, EncodeIsBitIdenticalOnMillionsOfBlocks) {
   EXPECT_GE(blocks, 2000000u);
 }
 
-TEST_F(Avx2Kernels_, DecodeIsBitIdentical) {
+TEST_P(SimdKernels, DecodeIsBitIdentical) {
   std::mt19937 rng(5);
   const uint32_t dim = 512;
   const size_t vb = dim + dim / 32;
@@ -200,7 +218,48 @@ TEST_F(Avx2Kernels_, DecodeIsBitIdentical) {
   }
 }
 
-TEST_F(Avx2Kernels_, PlainFormatsAreBitIdentical) {
+// Dims that are not a multiple of 512 (partial groups of blocks) or span
+// several groups, every MXFP8 kernel, both modes.
+TEST_P(SimdKernels, Mxfp8IsBitIdenticalForOtherDims) {
+  std::mt19937 rng(7);
+  for (uint32_t dim : {32u, 64u, 96u, 480u, 544u, 1024u, 1056u, 16384u}) {
+    const size_t vb = dim + dim / 32;
+    const size_t n = dim >= 4096 ? 8 : 64;
+    const std::vector<float> x = test::RandomVectors(rng, n, dim);
+    const std::vector<uint16_t> h = test::ToBf16Bits(x);
+    std::vector<uint8_t> a(vb), b(vb), rows(n * vb);
+    for (auto& byte : rows) byte = static_cast<uint8_t>(rng());
+    std::vector<float> fa(dim), fb(dim);
+    std::vector<uint16_t> ha(dim), hb(dim);
+    for (size_t v = 0; v < n; ++v) {
+      for (bool ceil : {true, false}) {
+        std::memset(a.data(), kPoison, vb);
+        std::memset(b.data(), 0x5A, vb);
+        ASSERT_EQ(scalar_.mxfp8_encode_f32(&x[v * dim], dim, ceil, a.data()),
+                  simd_->mxfp8_encode_f32(&x[v * dim], dim, ceil, b.data()));
+        ASSERT_EQ(a, b) << "f32 dim " << dim << " vector " << v << " ceil " << ceil;
+        std::memset(a.data(), kPoison, vb);
+        std::memset(b.data(), 0x5A, vb);
+        ASSERT_EQ(scalar_.mxfp8_encode_bf16(&h[v * dim], dim, ceil, a.data()),
+                  simd_->mxfp8_encode_bf16(&h[v * dim], dim, ceil, b.data()));
+        ASSERT_EQ(a, b) << "bf16 dim " << dim << " vector " << v << " ceil " << ceil;
+      }
+      // Decode: arbitrary bytes on even vectors, the encoder's output on odd ones.
+      const uint8_t* row = &rows[v * vb];
+      if (v % 2) row = a.data();
+      std::memset(fa.data(), kPoison, dim * 4);
+      std::memset(fb.data(), 0x5A, dim * 4);
+      ASSERT_EQ(scalar_.mxfp8_decode_f32(row, dim, fa.data()), simd_->mxfp8_decode_f32(row, dim, fb.data()));
+      ASSERT_EQ(std::memcmp(fa.data(), fb.data(), dim * 4), 0) << "dim " << dim << " vector " << v;
+      std::memset(ha.data(), kPoison, dim * 2);
+      std::memset(hb.data(), 0x5A, dim * 2);
+      ASSERT_EQ(scalar_.mxfp8_decode_bf16(row, dim, ha.data()), simd_->mxfp8_decode_bf16(row, dim, hb.data()));
+      ASSERT_EQ(ha, hb) << "dim " << dim << " vector " << v;
+    }
+  }
+}
+
+TEST_P(SimdKernels, PlainFormatsAreBitIdentical) {
   std::mt19937 rng(6);
   const uint32_t dim = 512;
   std::vector<float> x(dim), ya(dim), yb(dim);
@@ -223,10 +282,18 @@ TEST_F(Avx2Kernels_, PlainFormatsAreBitIdentical) {
   }
 }
 
-TEST(ActiveKernels, PicksAvx2WhenAvailable) {
-  const char* env = std::getenv("SWACACHE_CODEC");
-  if (env != nullptr && std::strcmp(env, "scalar") == 0) GTEST_SKIP() << "SWACACHE_CODEC=scalar";
-  EXPECT_EQ(&ActiveKernels(), Avx2Kernels() != nullptr ? Avx2Kernels() : &ScalarKernels());
+TEST(ActiveKernels, PicksTheBestSetUnlessForced) {
+  const RowKernels* best = Avx512Kernels() != nullptr ? Avx512Kernels()
+                           : Avx2Kernels() != nullptr ? Avx2Kernels()
+                                                      : &ScalarKernels();
+  const RowKernels* avx2 = Avx2Kernels() != nullptr ? Avx2Kernels() : &ScalarKernels();
+  EXPECT_EQ(&SelectKernels(nullptr), best);
+  EXPECT_EQ(&SelectKernels(""), best);
+  EXPECT_EQ(&SelectKernels("avx512"), best);
+  EXPECT_EQ(&SelectKernels("bogus"), best);
+  EXPECT_EQ(&SelectKernels("avx2"), avx2);
+  EXPECT_EQ(&SelectKernels("scalar"), &ScalarKernels());
+  EXPECT_EQ(&ActiveKernels(), &SelectKernels(std::getenv("SWACACHE_CODEC")));
 }
 
 }  // namespace
