@@ -24,9 +24,10 @@ struct StepSeq {
 
 class StepHarness {
  public:
-  // Odd layers are dropped (not persisted) unless `all_stored`.
+  // Odd layers are dropped (not persisted) unless `all_stored`. `threads` is
+  // the backend's num_threads.
   StepHarness(uint32_t window, uint32_t draft, std::vector<LayerCfg> layers, uint32_t slots,
-              uint64_t seed, bool all_stored = false)
+              uint64_t seed, bool all_stored = false, uint32_t threads = 2)
       : cfg_(std::move(layers)), rng_(seed), window_(window), model_(int(window), {}) {
     for (size_t i = 0; i < cfg_.size(); ++i) {
       const swa_layer_desc_t d =
@@ -42,7 +43,7 @@ class StepHarness {
     c.draft_tokens = draft;
     c.max_slots = slots;
     c.backend = SWA_BACKEND_CPU;
-    c.num_threads = 2;
+    c.num_threads = threads;
     c.num_layers = uint32_t(descs_.size());
     c.layers = descs_.data();
     std::vector<ReferenceModel::Layer> ref_layers;

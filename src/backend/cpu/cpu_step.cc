@@ -13,6 +13,16 @@ namespace {
 
 // Sequences whose tiles are built and attended together; bounds scratch memory.
 constexpr size_t kMaxBatchTileFloats = size_t{8} << 20;  // 32 MiB of FP32
+// A sequence whose K/V tile is at most this big is decoded and attended by one
+// thread straight away, so the tile is still in that core's L2 when the
+// attention core reads it (docs/step.md, "Fused tiles").
+constexpr size_t kFusedTileFloats = size_t{256} << 10;  // 1 MiB of FP32
+// Fused tiles only when every thread gets at least this many sequences;
+// fewer are spread over KV heads and row blocks by the batch path instead.
+constexpr size_t kFusedSeqsPerThread = 4;
+
+// The calling thread's tile for fused sequences; only grows.
+thread_local std::vector<float> tls_fused_tile;
 
 codec::Dtype ToCodec(Dtype d) { return static_cast<codec::Dtype>(d); }
 
@@ -37,6 +47,11 @@ class StepRunner {
     if (w_.n_tokens == 0) return absl::OkStatus();
     EncodeNewTokens();
     PrepareQueries();
+    s_.key_begin.resize(size_t(w_.n_tokens));
+    s_.key_end.resize(size_t(w_.n_tokens));
+    if (w_.staged) IndexSegments();
+    ChooseFused();
+    if (!fused_list_.empty()) AttendFused();
     for (uint32_t first = 0; first < w_.n_seqs;) {
       const uint32_t end = NextBatchEnd(first);
       AttendBatch(first, end);
@@ -116,32 +131,68 @@ class StepRunner {
     return t;
   }
 
+  size_t TileFloats(uint32_t i) const {
+    return size_t(TileOf(i).n_keys) * token_floats_ * (w_.shared_kv ? 1 : 2);
+  }
+
+  // Which sequences take the fused path (all of the small ones, or none).
+  void ChooseFused() {
+    fused_.assign(w_.n_seqs, 0);
+    fused_list_.clear();
+    for (uint32_t i = 0; i < w_.n_seqs; ++i)
+      if (w_.seqs[i].seqlen_q > 0 && TileFloats(i) <= kFusedTileFloats) fused_list_.push_back(i);
+    const size_t threads = pool_ != nullptr ? pool_->num_threads() : 1;
+    if (threads > 1 && fused_list_.size() < kFusedSeqsPerThread * threads) fused_list_.clear();
+    for (uint32_t i : fused_list_) fused_[i] = 1;
+  }
+
   uint32_t NextBatchEnd(uint32_t first) const {
-    const size_t per_key = token_floats_ * (w_.shared_kv ? 1 : 2);
     size_t floats = 0;
     uint32_t i = first;
     for (; i < w_.n_seqs; ++i) {
-      const size_t need = size_t(TileOf(i).n_keys) * per_key;
+      const size_t need = fused_[i] ? 0 : TileFloats(i);
       if (i > first && floats + need > kMaxBatchTileFloats) break;
       floats += need;
     }
     return i;
   }
 
-  // Decodes `token_bytes` (K vectors, then V vectors) into tile rows.
-  void DecodeToken(const uint8_t* token_bytes, float* k_row, float* v_row) const {
-    codec::DecodeRows(w_.format, d_, hkv_, {.base = token_bytes, .stride = w_.vec_bytes},
-                      {k_row, codec::Dtype::kFp32, size_t(d_)});
-    if (!w_.shared_kv)
-      codec::DecodeRows(w_.format, d_, hkv_,
-                        {.base = token_bytes + size_t(hkv_) * w_.vec_bytes, .stride = w_.vec_bytes},
-                        {v_row, codec::Dtype::kFp32, size_t(d_)});
+  // Decodes `n` consecutive token rows (`row_stride` bytes apart; each holds
+  // the K vectors, then the V vectors) into tile rows. One codec call per KV
+  // head and run rather than per row: a decode step's window is one or two
+  // runs of the ring, and the per-call dispatch cost was visible.
+  void DecodeRun(const uint8_t* first, size_t row_stride, int32_t n, float* k_row,
+                 float* v_row) const {
+    if (n <= 0) return;
+    for (uint32_t g = 0; g < hkv_; ++g) {
+      codec::DecodeRows(w_.format, d_, size_t(n),
+                        {.base = first + size_t(g) * w_.vec_bytes, .stride = row_stride},
+                        {k_row + size_t(g) * d_, codec::Dtype::kFp32, token_floats_});
+      if (!w_.shared_kv)
+        codec::DecodeRows(w_.format, d_, size_t(n),
+                          {.base = first + size_t(hkv_ + g) * w_.vec_bytes, .stride = row_stride},
+                          {v_row + size_t(g) * d_, codec::Dtype::kFp32, token_floats_});
+    }
   }
 
-  void BuildTile(uint32_t i, const SeqTile& t) {
+  // Flat ring rows src_row ... src_row + n - 1 into tile rows r ..., one run
+  // per stretch of rows contiguous in memory (a run ends at a slot's end).
+  void DecodeRingRows(int64_t src_row, int32_t n, int32_t r, float* k, float* v) const {
+    while (n > 0) {
+      const int32_t in_ring = int32_t(src_row % w_.ring_len);
+      const int32_t run = std::min(n, w_.ring_len - in_ring);
+      DecodeRun(w_.RowAddress(src_row), w_.bytes_per_token, run, k + size_t(r) * token_floats_,
+                v + size_t(r) * token_floats_);
+      src_row += run;
+      r += run;
+      n -= run;
+    }
+  }
+
+  // Fills sequence i's tile (K at k, V at v; equal for shared K/V) and its
+  // tokens' key ranges.
+  void BuildTile(uint32_t i, const SeqTile& t, float* k, float* v) {
     const StepSeq& s = w_.seqs[i];
-    float* k = s_.tiles.data() + t.k_offset;
-    float* v = s_.tiles.data() + t.v_offset;
     auto k_row = [&](int32_t r) { return k + size_t(r) * token_floats_; };
     auto v_row = [&](int32_t r) { return v + size_t(r) * token_floats_; };
     if (w_.staged) {
@@ -149,25 +200,26 @@ class StepRunner {
       for (size_t g = seg_cursor_[i]; g < w_.n_load_segments; ++g) {
         const RowSegment& seg = w_.load_segments[g];
         if (seg.dst_row >= int32_t(i + 1) * w_.window) break;
-        for (int32_t c = 0; c < seg.count; ++c) {
-          const int32_t r = seg.dst_row - int32_t(i) * w_.window + c;
-          if (seg.src_row < 0) {
-            std::memset(k_row(r), 0, token_floats_ * sizeof(float));
-            if (!w_.shared_kv) std::memset(v_row(r), 0, token_floats_ * sizeof(float));
-          } else {
-            DecodeToken(w_.RowAddress(seg.src_row + c), k_row(r), v_row(r));
-          }
+        const int32_t r = seg.dst_row - int32_t(i) * w_.window;
+        if (seg.src_row < 0) {
+          const size_t bytes = size_t(seg.count) * token_floats_ * sizeof(float);
+          std::memset(k_row(r), 0, bytes);
+          if (!w_.shared_kv) std::memset(v_row(r), 0, bytes);
+        } else {
+          DecodeRingRows(seg.src_row, seg.count, r, k, v);
         }
       }
     } else {
-      const int32_t slot_base = int32_t(s.slot) * w_.ring_len;
-      for (int32_t r = 0; r < t.n_hist; ++r)
-        DecodeToken(w_.RowAddress(slot_base + (t.base + r) % w_.ring_len), k_row(r), v_row(r));
+      // Positions base ... q_start - 1: at most two runs of the slot's ring.
+      const int64_t slot_base = int64_t(s.slot) * w_.ring_len;
+      const int32_t first = t.n_hist > 0 ? t.base % w_.ring_len : 0;
+      const int32_t run = std::min(t.n_hist, w_.ring_len - first);
+      DecodeRingRows(slot_base + first, run, 0, k, v);
+      DecodeRingRows(slot_base, t.n_hist - run, run, k, v);
     }
     // The new tokens, cast back through the format (SPEC section 4).
-    for (int32_t j = 0; j < s.seqlen_q; ++j)
-      DecodeToken(s_.staged.data() + size_t(s.token_offset + j) * w_.bytes_per_token,
-                  k_row(t.n_hist + j), v_row(t.n_hist + j));
+    DecodeRun(s_.staged.data() + size_t(s.token_offset) * w_.bytes_per_token, w_.bytes_per_token,
+              s.seqlen_q, k_row(t.n_hist), v_row(t.n_hist));
     // Each token's visible rows of the tile.
     int32_t* begin = s_.key_begin.data() + s.token_offset;
     int32_t* end = s_.key_end.data() + s.token_offset;
@@ -187,12 +239,60 @@ class StepRunner {
     }
   }
 
+  AttentionShape Shape() const {
+    AttentionShape shape;
+    shape.q_heads = w_.q_heads;
+    shape.kv_heads = w_.kv_heads;
+    shape.head_dim = d_;
+    shape.scale = w_.scale;
+    shape.sinks = w_.sinks;
+    return shape;
+  }
+
+  SeqProblem ProblemOf(uint32_t i, const SeqTile& t, const float* k, const float* v) const {
+    const StepSeq& s = w_.seqs[i];
+    const size_t q_off = size_t(s.token_offset) * w_.q_heads * d_;
+    SeqProblem p;
+    p.n_tokens = s.seqlen_q;
+    p.q = q32_ + q_off;
+    p.n_keys = t.n_keys;
+    p.k = k;
+    p.v = v;
+    p.key_begin = s_.key_begin.data() + s.token_offset;
+    p.key_end = s_.key_end.data() + s.token_offset;
+    p.out = out32_ + q_off;
+    return p;
+  }
+
+  // Fused path: each thread takes whole sequences and, for each, decodes the
+  // tile into its own L2-sized buffer and attends it at once (single-threaded
+  // Attend), instead of writing every tile of a batch to memory first and
+  // reading them back in a second pass.
+  void AttendFused() {
+    const AttentionShape shape = Shape();
+    ParallelFor(fused_list_.size(), [&](size_t b, size_t e) {
+      std::vector<float>& buf = tls_fused_tile;
+      for (size_t n = b; n < e; ++n) {
+        const uint32_t i = fused_list_[n];
+        const SeqTile t = TileOf(i);
+        const size_t kv_floats = size_t(t.n_keys) * token_floats_;
+        if (buf.size() < kFusedTileFloats) buf.resize(kFusedTileFloats);
+        float* k = buf.data();
+        float* v = w_.shared_kv ? k : k + kv_floats;
+        BuildTile(i, t, k, v);
+        const SeqProblem p = ProblemOf(i, t, k, v);
+        Attend(shape, &p, 1, nullptr);
+      }
+    });
+  }
+
   void AttendBatch(uint32_t first, uint32_t end) {
     std::vector<SeqTile>& tiles = tile_list_;
     tiles.clear();
     size_t floats = 0;
     for (uint32_t i = first; i < end; ++i) {
       SeqTile t = TileOf(i);
+      if (fused_[i]) t.n_keys = 0;  // attended by AttendFused
       t.k_offset = floats;
       floats += size_t(t.n_keys) * token_floats_;
       t.v_offset = t.k_offset;
@@ -203,36 +303,24 @@ class StepRunner {
       tiles.push_back(t);
     }
     s_.tiles.resize(floats);
-    s_.key_begin.resize(size_t(w_.n_tokens));
-    s_.key_end.resize(size_t(w_.n_tokens));
-    if (w_.staged) IndexSegments();
     ParallelFor(end - first, [&](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) BuildTile(first + uint32_t(k), tiles[k]);
+      for (size_t k = b; k < e; ++k) {
+        const uint32_t i = first + uint32_t(k);
+        if (fused_[i]) continue;
+        BuildTile(i, tiles[k], s_.tiles.data() + tiles[k].k_offset,
+                  s_.tiles.data() + tiles[k].v_offset);
+      }
     });
 
     problems_.clear();
     for (uint32_t i = first; i < end; ++i) {
-      const StepSeq& s = w_.seqs[i];
       const SeqTile& t = tiles[i - first];
-      if (s.seqlen_q == 0) continue;
-      const size_t q_off = size_t(s.token_offset) * w_.q_heads * d_;
-      SeqProblem p;
-      p.n_tokens = s.seqlen_q;
-      p.q = q32_ + q_off;
-      p.n_keys = t.n_keys;
-      p.k = s_.tiles.data() + t.k_offset;
-      p.v = s_.tiles.data() + t.v_offset;
-      p.key_begin = s_.key_begin.data() + s.token_offset;
-      p.key_end = s_.key_end.data() + s.token_offset;
-      p.out = out32_ + q_off;
-      problems_.push_back(p);
+      if (w_.seqs[i].seqlen_q == 0 || fused_[i]) continue;
+      problems_.push_back(
+          ProblemOf(i, t, s_.tiles.data() + t.k_offset, s_.tiles.data() + t.v_offset));
     }
-    AttentionShape shape;
-    shape.q_heads = w_.q_heads;
-    shape.kv_heads = w_.kv_heads;
-    shape.head_dim = d_;
-    shape.scale = w_.scale;
-    shape.sinks = w_.sinks;
+    if (problems_.empty()) return;
+    const AttentionShape shape = Shape();
     Attend(shape, problems_.data(), int(problems_.size()), pool_);
   }
 
@@ -277,6 +365,8 @@ class StepRunner {
   std::vector<SeqTile> tile_list_;
   std::vector<SeqProblem> problems_;
   std::vector<size_t> seg_cursor_;
+  std::vector<uint8_t> fused_;           // per sequence: attended by AttendFused
+  std::vector<uint32_t> fused_list_;
 };
 
 }  // namespace
