@@ -59,61 +59,37 @@ uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
 }
 
 // Plain formats: every element converted on its own; a block is non-finite
-// when any of its 32 elements is NaN or Inf.
+// when any of its 32 elements is NaN or Inf. `bits` gives an element's value
+// as FP32 bits, `convert` the stored element.
+template <typename Src, typename Dst, typename Bits, typename Convert>
+uint32_t ConvertPlain(const Src* src, uint32_t dim, Dst* dst, Bits bits, Convert convert) {
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < dim / kBlock; ++b) {
+    bool block_bad = false;
+    for (int j = 0; j < kBlock; ++j) {
+      const Src v = src[b * kBlock + j];
+      block_bad |= IsNonFiniteBits(bits(v));
+      dst[b * kBlock + j] = convert(v);
+    }
+    bad += block_bad ? 1 : 0;
+  }
+  return bad;
+}
+
+uint32_t F32Bits(float v) { return FloatBits(v); }
+uint32_t Bf16Bits(uint16_t h) { return static_cast<uint32_t>(h) << 16; }
+
 uint32_t F32ToF32(const float* src, uint32_t dim, float* dst) {
-  uint32_t bad = 0;
-  for (uint32_t b = 0; b < dim / kBlock; ++b) {
-    bool block_bad = false;
-    for (int j = 0; j < kBlock; ++j) {
-      const float v = src[b * kBlock + j];
-      block_bad |= IsNonFiniteBits(FloatBits(v));
-      dst[b * kBlock + j] = v;
-    }
-    bad += block_bad ? 1 : 0;
-  }
-  return bad;
+  return ConvertPlain(src, dim, dst, F32Bits, [](float v) { return v; });
 }
-
 uint32_t F32ToBf16(const float* src, uint32_t dim, uint16_t* dst) {
-  uint32_t bad = 0;
-  for (uint32_t b = 0; b < dim / kBlock; ++b) {
-    bool block_bad = false;
-    for (int j = 0; j < kBlock; ++j) {
-      const float v = src[b * kBlock + j];
-      block_bad |= IsNonFiniteBits(FloatBits(v));
-      dst[b * kBlock + j] = Bf16FromFloat(v);
-    }
-    bad += block_bad ? 1 : 0;
-  }
-  return bad;
+  return ConvertPlain(src, dim, dst, F32Bits, Bf16FromFloat);
 }
-
 uint32_t Bf16ToF32(const uint16_t* src, uint32_t dim, float* dst) {
-  uint32_t bad = 0;
-  for (uint32_t b = 0; b < dim / kBlock; ++b) {
-    bool block_bad = false;
-    for (int j = 0; j < kBlock; ++j) {
-      const uint16_t h = src[b * kBlock + j];
-      block_bad |= IsNonFiniteBits(static_cast<uint32_t>(h) << 16);
-      dst[b * kBlock + j] = Bf16ToFloat(h);
-    }
-    bad += block_bad ? 1 : 0;
-  }
-  return bad;
+  return ConvertPlain(src, dim, dst, Bf16Bits, Bf16ToFloat);
 }
-
 uint32_t Bf16ToBf16(const uint16_t* src, uint32_t dim, uint16_t* dst) {
-  uint32_t bad = 0;
-  for (uint32_t b = 0; b < dim / kBlock; ++b) {
-    bool block_bad = false;
-    for (int j = 0; j < kBlock; ++j) {
-      const uint16_t h = src[b * kBlock + j];
-      block_bad |= IsNonFiniteBits(static_cast<uint32_t>(h) << 16);
-      dst[b * kBlock + j] = h;
-    }
-    bad += block_bad ? 1 : 0;
-  }
-  return bad;
+  return ConvertPlain(src, dim, dst, Bf16Bits, [](uint16_t h) { return h; });
 }
 
 }  // namespace
