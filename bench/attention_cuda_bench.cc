@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/cuda/cuda_backend.h"
+#include "backend/backend.h"
 #include "backend/step_work.h"
 
 namespace {
@@ -75,7 +75,7 @@ void* DeviceRandomBf16(size_t n, std::mt19937& rng) {
 constexpr int kHq = 64, kD = 512, kW = 128, kN = 5, kR = kW + kN + 1, kVec = kD + kD / 32;
 
 struct Problem {
-  std::vector<swa::StepSeq> seqs;
+  std::vector<swa::PlannedSeq> seqs;
   std::vector<int32_t> offset_len, pivots, store_rows;
   std::vector<swa::RowSegment> segments;
   int32_t T = 0;
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (sm_%d%d, %d SMs)\n\n", prop.name, prop.major, prop.minor,
               prop.multiProcessorCount);
-  auto backend_or = swa::MakeCudaBackend(0);
+  auto backend_or = swa::MakeBackend(swa::BackendKind::kCuda, 0, 0);
   if (!backend_or.ok()) {
     std::printf("FAILED: %s\n", std::string(backend_or.status().message()).c_str());
     return 1;
@@ -217,36 +217,42 @@ int main(int argc, char** argv) {
     void* o;
     CK(cudaMalloc(&o, size_t(p.T) * kHq * kD * (out_dtype == swa::Dtype::kBf16 ? 2 : 4)));
     swa::StepWork w;
-    w.ring_base = pool;
-    w.slot_bytes = slot_bytes;
-    w.bytes_per_token = kVec;
-    w.vec_bytes = kVec;
-    w.ring_len = kR;
-    w.window = kW;
-    w.q_heads = kHq;
-    w.kv_heads = 1;
-    w.head_dim = kD;
-    w.shared_kv = true;
-    w.staged = !p.pivots.empty();
-    w.seqs = p.seqs.data();
-    w.n_seqs = uint32_t(p.seqs.size());
-    w.n_tokens = p.T;
-    w.offset_len = p.offset_len.data();
-    w.load_segments = p.segments.data();
-    w.n_load_segments = p.segments.size();
-    w.pivots = p.pivots.data();
-    w.store_rows = p.store_rows.data();
-    w.q = q;
-    w.q_dtype = swa::Dtype::kBf16;
-    w.k_new = k;
-    w.kv_dtype = swa::Dtype::kBf16;
-    w.out = o;
-    w.out_dtype = out_dtype;
+    w.layer.ring = swa::RingRows{pool, slot_bytes, kVec, kR};
+    w.layer.vec_bytes = kVec;
+    w.layer.window = kW;
+    w.layer.q_heads = kHq;
+    w.layer.kv_heads = 1;
+    w.layer.head_dim = kD;
+    w.layer.shared_kv = true;
+    w.plan.stamp = 1;
+    w.plan.staged = !p.pivots.empty();
+    w.plan.window = kW;
+    w.plan.seqs = p.seqs.data();
+    w.plan.n_seqs = uint32_t(p.seqs.size());
+    w.plan.n_tokens = p.T;
+    for (const swa::PlannedSeq& sq : p.seqs)
+      w.plan.max_seqlen_q = std::max(w.plan.max_seqlen_q, sq.seqlen_q);
+    w.plan.offset_len = p.offset_len.data();
+    w.plan.load_segments = p.segments.data();
+    w.plan.n_load_segments = p.segments.size();
+    w.plan.pivots = p.pivots.data();
+    w.plan.store_rows = p.store_rows.data();
+    swa::StepTensors x;
+    x.q = q;
+    x.q_dtype = swa::Dtype::kBf16;
+    x.k_new = k;
+    x.kv_dtype = swa::Dtype::kBf16;
+    x.out = o;
+    x.out_dtype = out_dtype;
+    x.stream = s;
+    w.tensors = &x;
     w.scale = 0.04f;
-    w.stream = s;
+    std::unique_ptr<swa::PreparedPlan> prepared;
+    if (const absl::Status st = be.Prepare(w.plan, &prepared); !st.ok())
+      std::printf("FAILED: %s\n", std::string(st.message()).c_str()), std::exit(1);
     swa::StepResult res;
     const float ms = TimeMs(s, quick ? 5 : 20, [&] {
-      const absl::Status st = be.RunStep(w, &res);
+      const absl::Status st = be.RunStep(w, *prepared, &res);
       if (!st.ok()) std::printf("FAILED: %s\n", std::string(st.message()).c_str()), std::exit(1);
     });
     const double qo = 2.0 * p.T * kHq * kD * 2;  // Q in + O out (bf16)

@@ -25,6 +25,7 @@ namespace {
 
 using swa::Format;
 using swa::ScaleMode;
+using swa::Dtype;
 using namespace swa::codec;
 
 constexpr uint32_t kDim = 512;

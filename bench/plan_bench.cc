@@ -20,7 +20,7 @@
 namespace {
 
 using swa::plan::PlanOptions;
-using swa::plan::SeqInput;
+using swa::SeqDesc;
 using swa::plan::StepPlan;
 
 constexpr uint32_t kWindow = 128;
@@ -49,9 +49,9 @@ std::unique_ptr<swa::Cache> MakeCache(uint32_t slots) {
 
 // Slots at random positions (every ring offset), each bringing `tokens` new
 // tokens at its written_end.
-std::vector<SeqInput> MakeBatch(swa::Cache& cache, int32_t n, int32_t tokens) {
+std::vector<SeqDesc> MakeBatch(swa::Cache& cache, int32_t n, int32_t tokens) {
   std::mt19937 rng(42);
-  std::vector<SeqInput> batch;
+  std::vector<SeqDesc> batch;
   for (int32_t i = 0; i < n; ++i) {
     const uint32_t slot = *cache.slots().Alloc();
     const int32_t e = 1000 + static_cast<int32_t>(rng() % 100000);
@@ -59,7 +59,7 @@ std::vector<SeqInput> MakeBatch(swa::Cache& cache, int32_t n, int32_t tokens) {
     st.allocated = true;
     st.written_end = e;
     (void)cache.slots().Set(slot, st);
-    batch.push_back(SeqInput{slot, tokens, e + tokens, 0});
+    batch.push_back(SeqDesc{slot, tokens, e + tokens, 0});
   }
   return batch;
 }
@@ -78,7 +78,7 @@ void BM_DecodeBuildAndExport(benchmark::State& state) {
   const auto batch = MakeBatch(*cache, kDecodeSeqs, kDecodeTokens);
   PlanOptions opts;
   opts.materialize_index = false;
-  StepPlan plan(cache.get(), opts);
+  StepPlan plan(&cache->slots(), cache->layout(), opts);
   const size_t t = size_t{kDecodeSeqs} * kDecodeTokens;
   std::vector<int32_t> index(t * kWindow, 1), offset_len(2 * t, 1);
   for (auto _ : state) {
@@ -96,7 +96,7 @@ void BM_DecodeBuildAndExport(benchmark::State& state) {
 void BM_DecodeBuildMaterialized(benchmark::State& state) {
   auto cache = MakeCache(kDecodeSeqs);
   const auto batch = MakeBatch(*cache, kDecodeSeqs, kDecodeTokens);
-  StepPlan plan(cache.get());
+  StepPlan plan(&cache->slots(), cache->layout());
   for (auto _ : state) {
     Check(plan.Build(batch));
     benchmark::DoNotOptimize(plan.decode_index().data());
@@ -111,7 +111,7 @@ void BM_DecodeMetadataOnly(benchmark::State& state) {
   const auto batch = MakeBatch(*cache, kDecodeSeqs, kDecodeTokens);
   PlanOptions opts;
   opts.materialize_index = false;
-  StepPlan plan(cache.get(), opts);
+  StepPlan plan(&cache->slots(), cache->layout(), opts);
   for (auto _ : state) {
     Check(plan.Build(batch));
     benchmark::DoNotOptimize(plan.offset_len().data());
@@ -137,7 +137,7 @@ void BM_DecodeIndexMemset(benchmark::State& state) {
 void BM_PrefillBuildCancel(benchmark::State& state) {
   auto cache = MakeCache(kPrefillSeqs);
   const auto batch = MakeBatch(*cache, kPrefillSeqs, kPrefillChunk);
-  StepPlan plan(cache.get());
+  StepPlan plan(&cache->slots(), cache->layout());
   for (auto _ : state) {
     Check(plan.Build(batch));
     benchmark::DoNotOptimize(plan.pivots().data());

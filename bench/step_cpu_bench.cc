@@ -193,19 +193,25 @@ int main(int argc, char** argv) {
         const size_t vecs = size_t(seqs) * n_rows;
         const Timing t = TimeIt(
             [&] {
-              // K vectors (and V vectors after them in each token) of every row.
-              for (int g = 0; g < c.hkv; ++g) {
-                std::vector<int64_t> ko(offsets);
-                for (int64_t& o : ko) o += int64_t(g) * v.strides[2];
-                swa::codec::DecodeRows(fmt, c.d, vecs, {.base = base, .offsets = ko.data()},
-                                       {x.k.data() + size_t(g) * c.d, swa::codec::Dtype::kFp32,
-                                        size_t(c.hkv) * c.d});
-                if (!c.shared_kv) {
-                  for (int64_t& o : ko) o += int64_t(c.hkv) * v.strides[2];
-                  swa::codec::DecodeRows(fmt, c.d, vecs, {.base = base, .offsets = ko.data()},
-                                         {x.v.data() + size_t(g) * c.d, swa::codec::Dtype::kFp32,
-                                          size_t(c.hkv) * c.d});
+              // K vectors (and V vectors after them in each token) of every row,
+              // one codec call per run of rows contiguous in the ring.
+              const int64_t pitch = v.strides[1];
+              const size_t stride = size_t(c.hkv) * c.d;
+              for (size_t i = 0; i < vecs;) {
+                size_t n = 1;
+                while (i + n < vecs && offsets[i + n] == offsets[i] + int64_t(n) * pitch) ++n;
+                for (int g = 0; g < c.hkv; ++g) {
+                  const uint8_t* first = base + offsets[i] + int64_t(g) * v.strides[2];
+                  swa::codec::DecodeRows(fmt, c.d, n, {.base = first, .stride = size_t(pitch)},
+                                         {x.k.data() + i * stride + size_t(g) * c.d,
+                                          swa::Dtype::kFp32, stride});
+                  if (!c.shared_kv)
+                    swa::codec::DecodeRows(
+                        fmt, c.d, n,
+                        {.base = first + int64_t(c.hkv) * v.strides[2], .stride = size_t(pitch)},
+                        {x.v.data() + i * stride + size_t(g) * c.d, swa::Dtype::kFp32, stride});
                 }
+                i += n;
               }
               OpenBlasPipeline(x, blas_out.data(), scratch);
             },

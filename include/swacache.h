@@ -252,7 +252,10 @@ typedef struct swa_cache swa_cache_t;
  *  \retval SWA_OK on success.
  *  \retval SWA_INVALID_ARGUMENT for any invalid field (the message names it).
  *  \retval SWA_RESOURCE_EXHAUSTED when the pool cannot be allocated.
- *  \retval SWA_UNIMPLEMENTED for a backend this build does not have.
+ *  \retval SWA_UNIMPLEMENTED for a backend this build does not have, or a layer
+ *  the backend's step kernels cannot run (e.g. a head dim outside its list; the
+ *  message names the layer and the value): a cache that was created runs every
+ *  one of its layers.
  *  \note Thread-safe. The caller owns the cache and frees it with swa_cache_destroy(). */
 SWA_API swa_status_t swa_cache_create(const swa_config_t* config, swa_cache_t** out);
 
@@ -624,7 +627,9 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  Run every layer of the cache once per built plan, in any order; the first
  *  successful call makes the plan no longer cancellable.
  *  \param[in,out] cache The cache the plan was created for.
- *  \param[in] plan A built plan of this cache.
+ *  \param[in,out] plan A built plan of this cache. Its first successful step
+ *  marks it executed; the first step after each build also derives, once, what
+ *  the backend's kernels need from it, which every later layer of the step reuses.
  *  \param[in] args The layer and its tensors.
  *  \retval SWA_OK on success (NaN/Inf inputs are counted in swa_cache_stats()).
  *  \retval SWA_INVALID_ARGUMENT for NULL tensors, a v_new that does not match the
@@ -633,12 +638,10 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
  *  \retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or
  *  belongs to another cache.
- *  \retval SWA_UNIMPLEMENTED for a head dim the backend does not support.
  *  \note Not thread-safe with other calls that use the same cache's slots or plan;
  *  the CPU backend parallelises internally over config.num_threads threads.
  *  Nothing in the cache changes when validation fails. */
-SWA_API swa_status_t swa_step(swa_cache_t* cache, const swa_plan_t* plan,
-                              const swa_step_args_t* args);
+SWA_API swa_status_t swa_step(swa_cache_t* cache, swa_plan_t* plan, const swa_step_args_t* args);
 
 /** \brief Counters of a cache since creation. */
 typedef struct swa_cache_stats {
@@ -1032,7 +1035,7 @@ typedef struct swa_project_args {
   swa_weight_layout_t weight_layout; /**< Default SWA_WEIGHT_OUT_IN. */
   void* out;                         /**< [n_tokens, q_dim + kv_dim] in out_dtype; fully written on success. */
   swa_dtype_t out_dtype;             /**< SWA_DTYPE_FP32 (default) or SWA_DTYPE_BF16 (round to nearest even). */
-  uint32_t n_tokens;                 /**< T; 0 is a no-op. */
+  int32_t n_tokens;                  /**< T >= 0 (int32, like every token count); 0 is a no-op. */
   uint32_t hidden_dim;               /**< K, >= 1. */
   uint32_t q_dim;                    /**< Query columns (may be 0). */
   uint32_t kv_dim;                   /**< KV columns (may be 0); q_dim + kv_dim >= 1. */
@@ -1052,7 +1055,7 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
  *  \param[in] args The tensors and sizes.
  *  \retval SWA_OK on success.
  *  \retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size, NULL
- *  tensors (when n_tokens > 0), hidden_dim = 0, q_dim + kv_dim = 0, sizes whose
+ *  tensors (when n_tokens > 0), a negative n_tokens, hidden_dim = 0, q_dim + kv_dim = 0, sizes whose
  *  element counts overflow, unknown dtype or weight layout.
  *  \retval SWA_INTERNAL (or another code) when the CUDA runtime or cuBLASLt
  *  fails; the message carries its text.

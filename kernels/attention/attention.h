@@ -16,26 +16,18 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include <utility>
+
 #include "kernels/step/kv_rows.h"
 
 namespace swa::kernels {
 
-// Per-sequence data the kernels read (== swa::StepSeq).
-struct AttnSeq {
-  uint32_t slot;
-  int32_t seqlen_q;
-  int32_t seqlen_k;
-  int32_t q_start;
-  int32_t valid_start;
-  int32_t token_offset;
-};
-
 struct AttentionParams {
   // Queries / outputs [T, Hq, D] and optional sinks [Hq]; device memory.
   const void* q = nullptr;
-  uint32_t q_dtype = kDtypeFp32;
+  Dtype q_dtype = Dtype::kFp32;
   void* out = nullptr;
-  uint32_t out_dtype = kDtypeFp32;
+  Dtype out_dtype = Dtype::kFp32;
   const float* sinks = nullptr;
   float scale = 0;
 
@@ -43,12 +35,12 @@ struct AttentionParams {
   int32_t kv_heads = 0;
   int32_t head_dim = 0;
   bool shared_kv = true;
-  uint32_t format = kFormatMxfp8;
+  Format format = Format::kMxfp8;
   uint32_t vec_bytes = 0;
   uint32_t bytes_per_token = 0;
   int32_t window = 0;
 
-  const AttnSeq* seqs = nullptr;  // device [n_seqs]
+  const PlannedSeq* seqs = nullptr;  // device [n_seqs]
   int32_t n_seqs = 0;
   // Work list: `tiles` (device, optional) lists (sequence, row tile) pairs, one
   // CTA each; without it the grid is every sequence x ceil(max_seqlen_q * G /
@@ -68,8 +60,17 @@ struct AttentionParams {
   bool use_mma = true;
 };
 
-// Head dims with compiled kernels; anything else is unsupported.
-bool AttentionHeadDimSupported(int head_dim);
+// Head dims with compiled kernels (the one list: the launchers instantiate
+// exactly these); anything else is unsupported.
+using AttentionHeadDims = std::integer_sequence<int, 64, 128, 256, 512>;
+
+template <int... Ds>
+constexpr bool HeadDimIn(int head_dim, std::integer_sequence<int, Ds...>) {
+  return ((head_dim == Ds) || ...);
+}
+constexpr bool AttentionHeadDimSupported(int head_dim) {
+  return HeadDimIn(head_dim, AttentionHeadDims{});
+}
 
 // Query rows per CTA of each kernel (for building `tiles` on the host).
 inline constexpr int kMmaTileRows = 64;

@@ -39,7 +39,7 @@ __device__ __forceinline__ CtaWork CtaWorkOf(const AttentionParams& p, int tile_
 // One sequence's key numbering (key_range.h).
 template <bool kStaged>
 struct SeqKeys {
-  AttnSeq s;
+  PlannedSeq s;
   int32_t seq;
   int32_t base;        // ring-only: position of key 0
   int32_t sec2_first;  // staged: section-2 row of the first new token
@@ -84,8 +84,8 @@ struct SeqKeys {
 
 // Eight consecutive values (element e, a multiple of 8) of a stored vector.
 template <int D>
-__device__ __forceinline__ void Dequant8(const uint8_t* vec, uint32_t format, int e, float* out) {
-  if (format == kFormatMxfp8) {
+__device__ __forceinline__ void Dequant8(const uint8_t* vec, Format format, int e, float* out) {
+  if (format == Format::kMxfp8) {
     const uint8_t scale = vec[D + e / 32];
     const uint8_t* c = vec + e;
     uint32_t w0, w1;
@@ -101,7 +101,7 @@ __device__ __forceinline__ void Dequant8(const uint8_t* vec, uint32_t format, in
       out[j] = codec::DecodeElement(static_cast<uint8_t>(w0 >> (8 * j)), scale);
       out[4 + j] = codec::DecodeElement(static_cast<uint8_t>(w1 >> (8 * j)), scale);
     }
-  } else if (format == kFormatBf16) {
+  } else if (format == Format::kBf16) {
     const uint16_t* h = reinterpret_cast<const uint16_t*>(vec) + e;
 #pragma unroll
     for (int j = 0; j < 8; ++j) out[j] = __uint_as_float(uint32_t(h[j]) << 16);
@@ -114,7 +114,7 @@ __device__ __forceinline__ void Dequant8(const uint8_t* vec, uint32_t format, in
 
 // Eight query values as FP32.
 __device__ __forceinline__ void LoadQuery8(const AttentionParams& p, int64_t elem, float* out) {
-  if (p.q_dtype == kDtypeFp32) {
+  if (p.q_dtype == Dtype::kFp32) {
     const float* f = static_cast<const float*>(p.q) + elem;
 #pragma unroll
     for (int j = 0; j < 8; ++j) out[j] = f[j];
@@ -126,7 +126,7 @@ __device__ __forceinline__ void LoadQuery8(const AttentionParams& p, int64_t ele
 }
 
 __device__ __forceinline__ void StoreOut(const AttentionParams& p, int64_t elem, float v) {
-  if (p.out_dtype == kDtypeFp32)
+  if (p.out_dtype == Dtype::kFp32)
     static_cast<float*>(p.out)[elem] = v;
   else
     static_cast<uint16_t*>(p.out)[elem] = codec::Bf16FromFloat(v);

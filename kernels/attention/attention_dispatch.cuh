@@ -52,6 +52,17 @@ cudaError_t LaunchAttentionD(const AttentionParams& p, cudaStream_t stream) {
                         PreciseSmemBytes<D>(p.shared_kv), p, stream);
 }
 
+// The instantiation for p.head_dim among AttentionHeadDims; NotSupported for
+// any other value (the host wrapper names it).
+template <bool kStaged, int... Ds>
+cudaError_t DispatchHeadDim(const AttentionParams& p, cudaStream_t stream,
+                            std::integer_sequence<int, Ds...>) {
+  cudaError_t result = cudaErrorNotSupported;
+  (void)((p.head_dim == Ds ? (result = LaunchAttentionD<Ds, kStaged>(p, stream), true) : false) ||
+         ...);
+  return result;
+}
+
 template <bool kStaged>
 cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
   if (p.q == nullptr || p.out == nullptr || p.seqs == nullptr || p.kv_heads <= 0 ||
@@ -60,13 +71,7 @@ cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
                : (p.offset_len == nullptr || p.ring.base == nullptr || p.ring.ring_len <= 0)))
     return cudaErrorInvalidValue;
   if (p.n_seqs == 0) return cudaSuccess;
-  switch (p.head_dim) {
-    case 64: return LaunchAttentionD<64, kStaged>(p, stream);
-    case 128: return LaunchAttentionD<128, kStaged>(p, stream);
-    case 256: return LaunchAttentionD<256, kStaged>(p, stream);
-    case 512: return LaunchAttentionD<512, kStaged>(p, stream);
-    default: return cudaErrorNotSupported;  // the host wrapper names the value
-  }
+  return DispatchHeadDim<kStaged>(p, stream, AttentionHeadDims{});
 }
 
 }  // namespace swa::kernels

@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel
     const QueryRow qr = QueryRowOf(r, group, g);
     kr[rr] = sk.TokenKeys(p, qr.token);
     out_elem[rr] = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
-    if (p.q_dtype == kDtypeFp32) {
+    if (p.q_dtype == Dtype::kFp32) {
       const float* qs = static_cast<const float*>(p.q) + out_elem[rr];
 #pragma unroll
       for (int c = 0; c < kC; ++c) q[rr][c] = qs[lane + 32 * c];

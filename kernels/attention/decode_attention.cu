@@ -3,10 +3,6 @@
 
 namespace swa::kernels {
 
-bool AttentionHeadDimSupported(int head_dim) {
-  return head_dim == 64 || head_dim == 128 || head_dim == 256 || head_dim == 512;
-}
-
 cudaError_t LaunchDecodeAttention(const AttentionParams& p, cudaStream_t stream) {
   return LaunchAttention<false>(p, stream);
 }

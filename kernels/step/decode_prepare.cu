@@ -9,7 +9,7 @@ __global__ void PrepareSeqs(DecodePrepareParams p) {
   const int i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= p.n_seqs) return;
   const bool ok = *p.error == 0;
-  AttnSeq s;
+  PlannedSeq s;
   s.slot = p.slot[i];
   s.seqlen_k = p.seqlen_k[i];
   s.seqlen_q = ok ? p.seqlen_q[i] : 0;

@@ -22,7 +22,7 @@ struct DecodePrepareParams {
   int32_t ring_len = 0;
   // Outputs. On a planner error every sequence gets seqlen_q = 0 and every
   // store row -1: the step then writes nothing.
-  AttnSeq* seqs = nullptr;      // [n_seqs]
+  PlannedSeq* seqs = nullptr;      // [n_seqs]
   int32_t* store_rows = nullptr;  // [max_tokens]
 };
 cudaError_t LaunchDecodePrepare(const DecodePrepareParams& p, cudaStream_t stream);

@@ -9,11 +9,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ uint8_t* RingRowAddress(const RingRows& r, int64_t row) {
-  return r.base + static_cast<uint64_t>(row / r.ring_len) * r.slot_bytes +
-         static_cast<uint64_t>(row % r.ring_len) * r.bytes_per_token;
-}
-
 // Copies (or zeroes, src == nullptr) n bytes with the threads of one CTA
 // slice; 16-byte accesses when both ends allow them.
 __device__ void CopyBytes(uint8_t* dst, const uint8_t* src, int64_t n, int64_t tid,
@@ -65,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
     if (p.store_rows != nullptr) {
       const int32_t r = p.store_rows[t];
       if (r < 0) continue;
-      row = RingRowAddress(p.ring, r);
+      row = p.ring.Row(r);
     } else {
       row = p.staging + int64_t(t) * p.bytes_per_token;
     }
@@ -73,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
 
     uint32_t bits[32];
     const void* src = is_v ? p.v_new : p.k_new;
-    if (p.src_dtype == kDtypeFp32) {
+    if (p.src_dtype == Dtype::kFp32) {
       const float* s = static_cast<const float*>(src) + elem0;
 #pragma unroll
       for (int j = 0; j < 32; ++j) bits[j] = __float_as_uint(s[j]);
@@ -84,18 +79,18 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
     }
 
     uint32_t bad;
-    if (p.format == kFormatMxfp8) {
+    if (p.format == Format::kMxfp8) {
       uint8_t codes[32];
       uint8_t scale;
       bad = EncodeMxfp8Block(bits, p.ceil, codes, &scale);
       WriteCodes(vec + b * 32, codes);
       vec[p.head_dim + b] = scale;
-    } else if (p.format == kFormatBf16) {
+    } else if (p.format == Format::kBf16) {
       bad = BlockIsNonFinite(bits);
       uint16_t* d = reinterpret_cast<uint16_t*>(vec) + b * 32;
 #pragma unroll
       for (int j = 0; j < 32; ++j)  // a BF16 source is copied as is (NaN payloads kept)
-        d[j] = p.src_dtype == kDtypeBf16 ? uint16_t(bits[j] >> 16)
+        d[j] = p.src_dtype == Dtype::kBf16 ? uint16_t(bits[j] >> 16)
                                          : codec::Bf16FromFloat(__uint_as_float(bits[j]));
     } else {
       bad = BlockIsNonFinite(bits);
@@ -110,10 +105,10 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
 // grid (n_segments, slices): each segment is contiguous on both sides (the
 // planner splits where the ring wraps), so it is one byte range copy.
 __global__ void __launch_bounds__(kThreads) LoadKernel(LoadParams p) {
-  const LoadSegment seg = p.segments[blockIdx.x];
+  const RowSegment seg = p.segments[blockIdx.x];
   const int64_t bpt = p.ring.bytes_per_token;
   uint8_t* dst = p.staging + int64_t(seg.dst_row) * bpt;
-  const uint8_t* src = seg.src_row >= 0 ? RingRowAddress(p.ring, seg.src_row) : nullptr;
+  const uint8_t* src = seg.src_row >= 0 ? p.ring.Row(seg.src_row) : nullptr;
   CopyBytes(dst, src, int64_t(seg.count) * bpt, int64_t(blockIdx.y) * blockDim.x + threadIdx.x,
             int64_t(gridDim.y) * blockDim.x);
 }
@@ -123,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) StoreKernel(StoreParams p) {
   const int32_t row = p.store_rows[t];
   if (row < 0) return;
   const int64_t bpt = p.ring.bytes_per_token;
-  CopyBytes(RingRowAddress(p.ring, row), p.staged + int64_t(t) * bpt, bpt, threadIdx.x,
+  CopyBytes(p.ring.Row(row), p.staged + int64_t(t) * bpt, bpt, threadIdx.x,
             blockDim.x);
 }
 
@@ -131,7 +126,8 @@ __global__ void __launch_bounds__(kThreads) StoreKernel(StoreParams p) {
 
 cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream) {
   if (p.n_tokens < 0 || p.kv_heads <= 0 || p.head_dim <= 0 || p.head_dim % 32 != 0 ||
-      p.k_new == nullptr || p.format > kFormatFp32 || p.src_dtype > kDtypeBf16 ||
+      p.k_new == nullptr || uint32_t(p.format) > uint32_t(Format::kFp32) ||
+      uint32_t(p.src_dtype) > uint32_t(Dtype::kBf16) ||
       (p.store_rows == nullptr && p.staging == nullptr) ||
       (p.store_rows != nullptr && (p.ring.base == nullptr || p.ring.ring_len <= 0)))
     return cudaErrorInvalidValue;

@@ -7,29 +7,19 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "common/records.h"
+
 namespace swa::kernels {
-
-// Same numbering as swa::Format / swa::Dtype.
-inline constexpr uint32_t kFormatMxfp8 = 0, kFormatBf16 = 1, kFormatFp32 = 2;
-inline constexpr uint32_t kDtypeFp32 = 0, kDtypeBf16 = 1;
-
-// Addresses of flat ring rows of one layer.
-struct RingRows {
-  uint8_t* base = nullptr;  // pool + layer ring offset
-  uint64_t slot_bytes = 0;
-  uint32_t bytes_per_token = 0;
-  int32_t ring_len = 0;
-};
 
 struct EncodeParams {
   const void* k_new = nullptr;  // [T, Hkv, D]
   const void* v_new = nullptr;  // [T, Hkv, D]; nullptr for shared K/V
-  uint32_t src_dtype = kDtypeFp32;
+  Dtype src_dtype = Dtype::kFp32;
   int32_t n_tokens = 0;         // grid size (an upper bound in graph mode)
   const int32_t* n_tokens_dev = nullptr;  // optional device count; tokens >= it are skipped
   int32_t kv_heads = 0;
   int32_t head_dim = 0;         // multiple of 32
-  uint32_t format = kFormatMxfp8;
+  Format format = Format::kMxfp8;
   bool ceil = true;
   uint32_t vec_bytes = 0;
   uint32_t bytes_per_token = 0;
@@ -42,14 +32,8 @@ struct EncodeParams {
 };
 cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream);
 
-struct LoadSegment {  // == the planner's (dst_row, src_row or -1, count)
-  int32_t dst_row;
-  int32_t src_row;
-  int32_t count;
-};
-
 struct LoadParams {
-  const LoadSegment* segments = nullptr;  // device
+  const RowSegment* segments = nullptr;  // device
   int32_t n_segments = 0;
   RingRows ring;
   uint8_t* staging = nullptr;  // section 1 starts at row 0

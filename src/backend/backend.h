@@ -1,5 +1,7 @@
-// The device abstraction under the cache: memory now, kernels later (issue 5).
-// cache/ and plan/ only ever talk to this interface.
+// The device abstraction under the cache: memory, copies, and the kernels of a
+// step. cache/ and step/ only ever talk to this interface; the two
+// implementations are the CPU backend (backend/cpu/) and the CUDA backend
+// (backend/cuda/), made by MakeBackend().
 #pragma once
 
 #include <cstddef>
@@ -8,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "backend/project_work.h"
 #include "backend/step_work.h"
+#include "layout/model_spec.h"
 
 namespace swa {
 
@@ -19,6 +22,11 @@ class Backend {
   virtual BackendKind kind() const = 0;
   virtual int device() const = 0;  // CUDA ordinal, -1 for host
 
+  // OK when the step kernels can run `layer`; else UNIMPLEMENTED (or
+  // INVALID_ARGUMENT) naming the unsupported value. Checked for every layer
+  // when a cache is created, so a step never finds out later.
+  virtual absl::Status Supports(const LayerSpec& layer) const = 0;
+
   // Zero-filled memory of `bytes` bytes aligned to at least `alignment`.
   virtual absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) = 0;
   virtual void Free(void* ptr, size_t bytes) = 0;
@@ -29,16 +37,29 @@ class Backend {
   virtual absl::Status CopyFromHost(void* dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status Memset(void* dst, int value, size_t bytes) = 0;
 
-  // One layer of a planned step (SPEC sections 5 and 6): encode the new K/V,
-  // build the keys each token sees, attend, store into the ring.
-  virtual absl::Status RunStep(const StepWork& work, StepResult* result) = 0;
+  // Derives, once per build of a plan, what the step kernels of every layer
+  // consume. `*prepared` is created on first use and reused (with its memory)
+  // for later builds; its stamp is set to plan.stamp on success.
+  virtual absl::Status Prepare(const PlanView& plan, std::unique_ptr<PreparedPlan>* prepared) = 0;
 
-  // The merged projection GEMM of swa_project(). The default runs the blocked
-  // CPU GEMM of src/project/ on host memory; the CUDA backend uses cuBLASLt.
-  virtual absl::Status Project(const ProjectWork& work);
+  // One layer of a planned step (docs/semantics.md, "A step"): encode the new
+  // K/V, build the keys each token sees, attend, store into the ring.
+  // `prepared` comes from Prepare() of the same build.
+  // It may extend `prepared` (e.g. with per-head-shape work lists).
+  virtual absl::Status RunStep(const StepWork& work, PreparedPlan& prepared,
+                               StepResult* result) = 0;
+
+  // The merged projection GEMM of swa_project().
+  virtual absl::Status Project(const ProjectWork& work) = 0;
 };
 
-// The CPU backend; `num_threads` = 0 means the machine's hardware threads.
-std::unique_ptr<Backend> MakeCpuBackend(unsigned num_threads);
+// The backend of `kind` (CUDA: on device `device`; CPU: `num_threads` threads,
+// 0 = the machine's hardware threads). UNIMPLEMENTED for CUDA in a build
+// without it.
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(BackendKind kind, int device,
+                                                     unsigned num_threads);
+
+// True when this build has the CUDA backend and the runtime reports a device.
+bool CudaDeviceAvailable();
 
 }  // namespace swa

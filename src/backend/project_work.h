@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "backend/step_work.h"
+#include "common/records.h"
 
 namespace swa {
 

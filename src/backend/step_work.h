@@ -1,38 +1,21 @@
-// Everything a backend needs to run one layer of one planned step, as plain
-// data (no planner or cache types, so backends stay below them).
+// What a backend needs to run one layer of one planned step, as plain data
+// (no planner or cache types, so backends stay below them). The plan's arrays
+// are pointed to, never copied; the caller's tensors are converted from the C
+// struct once, at the C edge.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
-#include "layout/model_spec.h"
+#include "common/records.h"
 
 namespace swa {
 
-enum class Dtype : uint32_t { kFp32 = 0, kBf16 = 1 };  // == swa_dtype_t
-
-struct StepSeq {
-  uint32_t slot;
-  int32_t seqlen_q;
-  int32_t seqlen_k;
-  int32_t q_start;       // seqlen_k - seqlen_q
-  int32_t valid_start;   // effective for this step
-  int32_t token_offset;  // new tokens of the sequences before this one
-};
-
-struct RowSegment {  // same layout as the planner's (dst_row, src_row or -1, count)
-  int32_t dst_row;
-  int32_t src_row;
-  int32_t count;
-};
-
-struct StepWork {
-  // ---- The layer ----
-  uint8_t* ring_base = nullptr;  // pool + ring offset of this layer (slot 0)
-  uint64_t slot_bytes = 0;
-  uint32_t bytes_per_token = 0;
-  uint32_t vec_bytes = 0;
-  int32_t ring_len = 0;
+// One layer of the cache: where its ring rows are and the shape of its heads.
+struct StepLayer {
+  RingRows ring;           // rows of this layer (slot 0 at ring.base)
+  uint32_t vec_bytes = 0;  // bytes of one stored vector
   int32_t window = 0;
   Format format = Format::kMxfp8;
   ScaleMode scale_mode = ScaleMode::kCeil;
@@ -40,19 +23,11 @@ struct StepWork {
   int kv_heads = 0;
   int head_dim = 0;
   bool shared_kv = true;
+};
 
-  // ---- The plan ----
-  bool staged = false;
-  const StepSeq* seqs = nullptr;
-  uint32_t n_seqs = 0;
-  int32_t n_tokens = 0;
-  const int32_t* offset_len = nullptr;  // ring-only path: [T, 2]
-  const RowSegment* load_segments = nullptr;  // staged path
-  size_t n_load_segments = 0;
-  const int32_t* pivots = nullptr;      // staged path: [T, 4]
-  const int32_t* store_rows = nullptr;  // [T]: ring row of each new token, -1 = not stored
-
-  // ---- The tensors (validated by the caller) ----
+// The caller's tensors of one layer (swa_step_args_t without struct_size).
+struct StepTensors {
+  uint32_t layer = 0;
   const void* q = nullptr;      // [T, Hq, D]
   Dtype q_dtype = Dtype::kFp32;
   const void* k_new = nullptr;  // [T, Hkv, D]
@@ -61,14 +36,38 @@ struct StepWork {
   void* out = nullptr;          // [T, Hq, D]
   Dtype out_dtype = Dtype::kFp32;
   const float* sinks = nullptr;  // [Hq] or nullptr
-  float scale = 0;               // resolved softmax scale
+  float softmax_scale = 0;       // 0 = 1/sqrt(D)
   void* stream = nullptr;
+};
 
-  // Address of flat ring row `row` of this layer.
-  uint8_t* RowAddress(int64_t row) const {
-    return ring_base + static_cast<uint64_t>(row / ring_len) * slot_bytes +
-           static_cast<uint64_t>(row % ring_len) * bytes_per_token;
-  }
+// A built plan's arrays, pointing into the plan (valid while it is not rebuilt).
+struct PlanView {
+  uint64_t stamp = 0;  // unique per build in the process: keys prepared state
+  bool staged = false;
+  int32_t window = 0;    // W: staging section 1 holds W rows per sequence
+  const PlannedSeq* seqs = nullptr;
+  uint32_t n_seqs = 0;
+  int32_t n_tokens = 0;
+  int32_t max_seqlen_q = 0;
+  const int32_t* offset_len = nullptr;        // ring-only path: [T, 2]
+  const RowSegment* load_segments = nullptr;  // staged path, in sequence order
+  size_t n_load_segments = 0;
+  const int32_t* pivots = nullptr;      // staged path: [T, 4]
+  const int32_t* store_rows = nullptr;  // [T]: ring row of each new token, -1 = not stored
+};
+
+// What a backend derives from a plan once per build, for every layer's step.
+class PreparedPlan {
+ public:
+  virtual ~PreparedPlan() = default;
+  uint64_t stamp = 0;  // the PlanView::stamp it was prepared from
+};
+
+struct StepWork {
+  StepLayer layer;
+  PlanView plan;
+  const StepTensors* tensors = nullptr;  // validated by the caller
+  float scale = 0;                       // resolved softmax scale
 };
 
 struct StepResult {

@@ -6,9 +6,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#ifdef SWACACHE_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
 #include "common/status_macros.h"
 #include "store/blob.h"
 #include "store/store_adaptor.h"
@@ -26,24 +23,11 @@ Cache::~Cache() {
 absl::StatusOr<std::unique_ptr<Cache>> Cache::Create(const ModelSpec& spec,
                                                      const CacheOptions& options) {
   SWA_ASSIGN_OR_RETURN(Layout layout, Layout::Create(spec));
-  std::unique_ptr<Backend> backend;
-  switch (options.backend) {
-    case BackendKind::kCpu:
-      backend = MakeCpuBackend(options.num_threads);
-      break;
-    case BackendKind::kCuda: {
-#ifdef SWACACHE_HAVE_CUDA
-      SWA_ASSIGN_OR_RETURN(backend, MakeCudaBackend(options.device));
-      break;
-#else
-      return absl::UnimplementedError(
-          "backend = SWA_BACKEND_CUDA: this build of the library has no CUDA backend");
-#endif
-    }
-  }
-  if (backend == nullptr)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "backend = %d is not a swa_backend_t value", static_cast<int>(options.backend)));
+  SWA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+                       MakeBackend(options.backend, options.device, options.num_threads));
+  for (uint32_t i = 0; i < layout.num_layers(); ++i)
+    if (absl::Status st = backend->Supports(spec.layers[i]); !st.ok())
+      return absl::Status(st.code(), absl::StrFormat("layers[%u]: %s", i, st.message()));
 
   std::unique_ptr<Cache> cache(new Cache(std::move(layout), std::move(backend)));
   const Layout& lay = cache->layout_;

@@ -1,37 +1,15 @@
-// swa_version_*, swa_layout_compute, swa_cache_*.
+// The Cache section: swa_cache_create, _destroy, _layout, _layer_layout,
+// _layer_view.
 #include <cstring>
 
-#include "capi/config.h"
+#include "capi/config_api.h"
 #include "capi/error.h"
 #include "capi/handles.h"
+#include "capi/layout_api.h"
 #include "common/status_macros.h"
 
 namespace swa::capi {
 namespace {
-
-void FillLayout(const Layout& l, swa_layout_t* out) {
-  const size_t size = out->struct_size;
-  std::memset(out, 0, sizeof *out);
-  out->struct_size = size;
-  out->window = l.window();
-  out->draft_tokens = l.draft_tokens();
-  out->ring_len = l.ring_len();
-  out->alignment = l.alignment();
-  out->num_layers = l.num_layers();
-  out->num_stored_layers = l.num_stored_layers();
-  out->max_slots = l.max_slots();
-  out->max_ring_tokens = l.max_ring_tokens();
-  out->slot_bytes = l.slot_bytes();
-  out->stored_offset = 0;
-  out->stored_bytes = l.stored_bytes();
-  out->pool_bytes = l.pool_bytes();
-  out->fingerprint = l.fingerprint();
-}
-
-absl::Status CheckCache(const swa_cache_t* cache) {
-  if (cache == nullptr || cache->impl == nullptr) return NullArg("cache");
-  return absl::OkStatus();
-}
 
 absl::Status CheckLayer(const Cache& cache, uint32_t layer) {
   if (layer >= cache.layout().num_layers())
@@ -46,26 +24,6 @@ absl::Status CheckLayer(const Cache& cache, uint32_t layer) {
 using swa::capi::Guard;
 
 extern "C" {
-
-SWA_API uint32_t swa_version_number(void) { return SWA_VERSION_NUMBER; }
-
-SWA_API const char* swa_version_string(void) {
-#define SWA_STR2_(x) #x
-#define SWA_STR_(x) SWA_STR2_(x)
-  return SWA_STR_(SWA_VERSION_MAJOR) "." SWA_STR_(SWA_VERSION_MINOR) "." SWA_STR_(SWA_VERSION_PATCH);
-}
-
-SWA_API swa_status_t swa_layout_compute(const swa_config_t* config, swa_layout_t* out) {
-  return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(out, swa_layout_t);
-    swa::ModelSpec spec;
-    swa::CacheOptions options;
-    SWA_RETURN_IF_ERROR(swa::capi::ConvertConfig(config, &spec, &options));
-    SWA_ASSIGN_OR_RETURN(swa::Layout layout, swa::Layout::Create(spec));
-    swa::capi::FillLayout(layout, out);
-    return absl::OkStatus();
-  });
-}
 
 SWA_API swa_status_t swa_cache_create(const swa_config_t* config, swa_cache_t** out) {
   return Guard([&]() -> absl::Status {

@@ -1,7 +1,8 @@
-// swa_codec_* / swa_mxfp8_* / swa_format_vector_bytes: argument checks, then
-// the row codec of src/codec/.
+// The Codec section: swa_codec_*, swa_mxfp8_*, swa_format_vector_bytes:
+// argument checks, then the row codec of src/codec/.
 #include <cstdint>
 
+#include "capi/enums.h"
 #include "capi/error.h"
 #include "codec/codec.h"
 #include "common/math.h"
@@ -10,28 +11,7 @@
 namespace {
 
 using swa::Format;
-using swa::codec::Dtype;
-
-absl::Status CheckFormat(swa_format_t format) {
-  if (format != SWA_FORMAT_MXFP8 && format != SWA_FORMAT_BF16 && format != SWA_FORMAT_FP32)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("format = %d is not a swa_format_t value", static_cast<int>(format)));
-  return absl::OkStatus();
-}
-
-absl::Status CheckDtype(swa_dtype_t dtype, const char* name) {
-  if (dtype != SWA_DTYPE_FP32 && dtype != SWA_DTYPE_BF16)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s = %d is not a swa_dtype_t value", name, static_cast<int>(dtype)));
-  return absl::OkStatus();
-}
-
-absl::Status CheckMode(swa_scale_mode_t mode) {
-  if (mode != SWA_SCALE_CEIL && mode != SWA_SCALE_FLOOR)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("mode = %d is not a swa_scale_mode_t value", static_cast<int>(mode)));
-  return absl::OkStatus();
-}
+using swa::Dtype;
 
 absl::Status CheckDim(uint32_t dim) {
   if (dim == 0 || dim % swa::kMxfp8Block != 0 || dim > swa::kMaxHeadDim)
@@ -82,15 +62,13 @@ absl::Status CheckBuffers(const Buffer& a, const Buffer& b) {
 absl::Status Encode(swa_format_t format, swa_scale_mode_t mode, const void* src,
                     swa_dtype_t src_dtype, size_t n, uint32_t dim, void* dst,
                     uint64_t* nonfinite_blocks) {
-  SWA_RETURN_IF_ERROR(CheckFormat(format));
-  SWA_RETURN_IF_ERROR(CheckMode(mode));
-  SWA_RETURN_IF_ERROR(CheckDtype(src_dtype, "src_dtype"));
+  SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
+  SWA_ASSIGN_OR_RETURN(const swa::ScaleMode scale_mode, swa::capi::ConvertScaleMode(mode, "mode"));
+  SWA_ASSIGN_OR_RETURN(const Dtype dtype, swa::capi::ConvertDtype(src_dtype, "src_dtype"));
   SWA_RETURN_IF_ERROR(CheckDim(dim));
-  const Format fmt = static_cast<Format>(format);
-  const Dtype dtype = static_cast<Dtype>(src_dtype);
   SWA_ASSIGN_OR_RETURN(const uint64_t src_bytes, TotalBytes(n, dim * ElemBytes(dtype), "src"));
   SWA_ASSIGN_OR_RETURN(const uint64_t dst_bytes,
-                       TotalBytes(n, swa::codec::StoredBytes(fmt, dim), "dst"));
+                       TotalBytes(n, swa::VectorBytes(fmt, dim), "dst"));
   if (n != 0) {
     SWA_RETURN_IF_ERROR(
         CheckBuffers({"src", reinterpret_cast<uintptr_t>(src), src_bytes, ElemBytes(dtype)},
@@ -100,8 +78,8 @@ absl::Status Encode(swa_format_t format, swa_scale_mode_t mode, const void* src,
   if (n != 0) {
     swa::codec::DstRows rows;
     rows.base = static_cast<uint8_t*>(dst);
-    rows.stride = swa::codec::StoredBytes(fmt, dim);
-    bad = swa::codec::EncodeRows(fmt, static_cast<swa::ScaleMode>(mode), dim, n,
+    rows.stride = swa::VectorBytes(fmt, dim);
+    bad = swa::codec::EncodeRows(fmt, scale_mode, dim, n,
                                  {src, dtype, dim}, rows);
   }
   if (nonfinite_blocks != nullptr) *nonfinite_blocks = bad;
@@ -110,13 +88,11 @@ absl::Status Encode(swa_format_t format, swa_scale_mode_t mode, const void* src,
 
 absl::Status Decode(swa_format_t format, const void* src, size_t n, uint32_t dim, void* dst,
                     swa_dtype_t dst_dtype, uint64_t* nonfinite_blocks) {
-  SWA_RETURN_IF_ERROR(CheckFormat(format));
-  SWA_RETURN_IF_ERROR(CheckDtype(dst_dtype, "dst_dtype"));
+  SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
+  SWA_ASSIGN_OR_RETURN(const Dtype dtype, swa::capi::ConvertDtype(dst_dtype, "dst_dtype"));
   SWA_RETURN_IF_ERROR(CheckDim(dim));
-  const Format fmt = static_cast<Format>(format);
-  const Dtype dtype = static_cast<Dtype>(dst_dtype);
   SWA_ASSIGN_OR_RETURN(const uint64_t src_bytes,
-                       TotalBytes(n, swa::codec::StoredBytes(fmt, dim), "src"));
+                       TotalBytes(n, swa::VectorBytes(fmt, dim), "src"));
   SWA_ASSIGN_OR_RETURN(const uint64_t dst_bytes, TotalBytes(n, dim * ElemBytes(dtype), "dst"));
   if (n != 0) {
     SWA_RETURN_IF_ERROR(
@@ -127,7 +103,7 @@ absl::Status Decode(swa_format_t format, const void* src, size_t n, uint32_t dim
   if (n != 0) {
     swa::codec::SrcRows rows;
     rows.base = static_cast<const uint8_t*>(src);
-    rows.stride = swa::codec::StoredBytes(fmt, dim);
+    rows.stride = swa::VectorBytes(fmt, dim);
     bad = swa::codec::DecodeRows(fmt, dim, n, rows, {dst, dtype, dim});
   }
   if (nonfinite_blocks != nullptr) *nonfinite_blocks = bad;
@@ -140,10 +116,10 @@ extern "C" {
 
 SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, uint32_t* out) {
   return swa::capi::Guard([&]() -> absl::Status {
-    SWA_RETURN_IF_ERROR(CheckFormat(format));
+    SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
     SWA_RETURN_IF_ERROR(CheckDim(dim));
     SWA_CHECK_NOT_NULL(out);
-    *out = static_cast<uint32_t>(swa::codec::StoredBytes(static_cast<Format>(format), dim));
+    *out = swa::VectorBytes(fmt, dim);
     return absl::OkStatus();
   });
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -28,6 +30,16 @@ swa_status_t Guard(Fn&& fn) noexcept {
   } catch (...) {
     return Report(absl::InternalError("unexpected exception"));
   }
+}
+
+// The integer behind a C enum argument, read from its bytes: a value outside
+// the enumeration must be checked before the argument is used as the enum.
+template <typename E>
+int32_t RawEnum(const E& value) {
+  static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized on supported ABIs");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
 }
 
 inline absl::Status NullArg(const char* name) {

@@ -1,9 +1,13 @@
-// Definitions of the opaque C handles.
+// Definitions of the opaque C handles, and the one check of each.
 #pragma once
 
 #include <memory>
 
+#include "absl/status/status.h"
+#include "backend/step_work.h"
 #include "cache/cache.h"
+#include "capi/error.h"
+#include "plan/step_plan.h"
 #include "swacache.h"
 
 struct swa_cache {
@@ -11,8 +15,23 @@ struct swa_cache {
 };
 
 // A step plan borrows its cache (which must outlive it).
-#include "plan/step_plan.h"
-
 struct swa_plan {
+  swa::Cache* cache = nullptr;
   std::unique_ptr<swa::plan::StepPlan> impl;
+  // What the cache's backend derived from impl's latest build (see RunStep).
+  std::unique_ptr<swa::PreparedPlan> prepared;
 };
+
+namespace swa::capi {
+
+inline absl::Status CheckCache(const swa_cache_t* cache) {
+  if (cache == nullptr || cache->impl == nullptr) return NullArg("cache");
+  return absl::OkStatus();
+}
+
+inline absl::Status CheckPlan(const swa_plan_t* plan) {
+  if (plan == nullptr || plan->impl == nullptr) return NullArg("plan");
+  return absl::OkStatus();
+}
+
+}  // namespace swa::capi

@@ -1,4 +1,4 @@
-// swa_plan_*: the step planner through the C ABI.
+// The Plan section: swa_plan_*, the step planner through the C ABI.
 #include <cstring>
 #include <memory>
 
@@ -12,21 +12,20 @@ namespace {
 using plan::Path;
 using plan::StepPlan;
 
-static_assert(sizeof(swa_seq_t) == sizeof(plan::SeqInput));
-static_assert(offsetof(swa_seq_t, slot) == offsetof(plan::SeqInput, slot));
-static_assert(offsetof(swa_seq_t, seqlen_q) == offsetof(plan::SeqInput, seqlen_q));
-static_assert(offsetof(swa_seq_t, seqlen_k) == offsetof(plan::SeqInput, seqlen_k));
-static_assert(offsetof(swa_seq_t, valid_start) == offsetof(plan::SeqInput, valid_start));
-static_assert(sizeof(swa_segment_t) == sizeof(plan::Segment));
+// The C records are read and written in place as the internal ones.
+static_assert(sizeof(swa_seq_t) == sizeof(SeqDesc));
+static_assert(offsetof(swa_seq_t, slot) == offsetof(SeqDesc, slot));
+static_assert(offsetof(swa_seq_t, seqlen_q) == offsetof(SeqDesc, seqlen_q));
+static_assert(offsetof(swa_seq_t, seqlen_k) == offsetof(SeqDesc, seqlen_k));
+static_assert(offsetof(swa_seq_t, valid_start) == offsetof(SeqDesc, valid_start));
+static_assert(sizeof(swa_segment_t) == sizeof(RowSegment));
+static_assert(offsetof(swa_segment_t, dst_row) == offsetof(RowSegment, dst_row));
+static_assert(offsetof(swa_segment_t, src_row) == offsetof(RowSegment, src_row));
+static_assert(offsetof(swa_segment_t, count) == offsetof(RowSegment, count));
 static_assert(static_cast<int>(SWA_PLAN_PATH_RING) == static_cast<int>(Path::kRing));
 static_assert(static_cast<int>(SWA_PLAN_PATH_STAGED) == static_cast<int>(Path::kStaged));
 static_assert(static_cast<int>(SWA_INDEX_PAD_LAST_ROW) ==
               static_cast<int>(plan::IndexPad::kLastRow));
-
-absl::Status CheckPlan(const swa_plan_t* plan) {
-  if (plan == nullptr || plan->impl == nullptr) return NullArg("plan");
-  return absl::OkStatus();
-}
 
 absl::Status CheckBuilt(const StepPlan& p) {
   if (!p.built())
@@ -50,18 +49,19 @@ absl::Status ConvertOptions(const swa_plan_options_t* in, plan::PlanOptions* out
   if (in == nullptr) return absl::OkStatus();
   SWA_RETURN_IF_ERROR(CheckStructSize(in->struct_size, sizeof(swa_plan_options_t),
                                       "swa_plan_options_t"));
-  if (in->index_pad != SWA_INDEX_PAD_NEG1 && in->index_pad != SWA_INDEX_PAD_LAST_ROW)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "options.index_pad = %d is not a swa_index_pad_t value", static_cast<int>(in->index_pad)));
+  const int32_t pad = RawEnum(in->index_pad);
+  if (pad != SWA_INDEX_PAD_NEG1 && pad != SWA_INDEX_PAD_LAST_ROW)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.index_pad = %d is not a swa_index_pad_t value", pad));
   if (in->materialize_index > 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "options.materialize_index = %u must be 0 or 1", in->materialize_index));
-  out->index_pad = static_cast<plan::IndexPad>(in->index_pad);
+  out->index_pad = static_cast<plan::IndexPad>(pad);
   out->materialize_index = in->materialize_index == 1;
   return absl::OkStatus();
 }
 
-absl::Status ExportSegments(absl::Span<const plan::Segment> segs, swa_segment_t* out,
+absl::Status ExportSegments(absl::Span<const RowSegment> segs, swa_segment_t* out,
                             size_t capacity, size_t* count) {
   SWA_CHECK_NOT_NULL(count);
   if (out != nullptr) {
@@ -94,12 +94,15 @@ SWA_API swa_status_t swa_plan_create_with_options(swa_cache_t* cache,
                                                   const swa_plan_options_t* options,
                                                   swa_plan_t** out) {
   return Guard([&]() -> absl::Status {
-    if (cache == nullptr || cache->impl == nullptr) return swa::capi::NullArg("cache");
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_NOT_NULL(out);
     swa::plan::PlanOptions opts;
     SWA_RETURN_IF_ERROR(swa::capi::ConvertOptions(options, &opts));
-    auto impl = std::make_unique<swa::plan::StepPlan>(cache->impl.get(), opts);
-    *out = new swa_plan{std::move(impl)};
+    swa::Cache& c = *cache->impl;
+    auto plan = std::make_unique<swa_plan>();
+    plan->cache = &c;
+    plan->impl = std::make_unique<swa::plan::StepPlan>(&c.slots(), c.layout(), opts);
+    *out = plan.release();
     return absl::OkStatus();
   });
 }
@@ -114,8 +117,8 @@ SWA_API swa_status_t swa_plan_build(swa_plan_t* plan, const swa_seq_t* seqs, uin
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckPlan(plan));
     if (seqs == nullptr && n_seqs > 0) return swa::capi::NullArg("seqs");
-    return plan->impl->Build(absl::Span<const swa::plan::SeqInput>(
-        reinterpret_cast<const swa::plan::SeqInput*>(seqs), n_seqs));
+    return plan->impl->Build(
+        absl::Span<const swa::SeqDesc>(reinterpret_cast<const swa::SeqDesc*>(seqs), n_seqs));
   });
 }
 

@@ -1,7 +1,8 @@
-// swa_project_args_init, swa_project.
+// The Projection section: swa_project_args_init, swa_project.
 #include <cstring>
 #include <limits>
 
+#include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "common/status_macros.h"
@@ -12,21 +13,22 @@ namespace {
 
 // Arguments -> ProjectWork, every value checked.
 absl::Status ToWork(const swa_project_args_t& a, swa::ProjectWork* w) {
-  if (a.out_dtype != SWA_DTYPE_FP32 && a.out_dtype != SWA_DTYPE_BF16)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "out_dtype = %d is not a swa_dtype_t value", static_cast<int>(a.out_dtype)));
-  if (a.weight_layout != SWA_WEIGHT_OUT_IN && a.weight_layout != SWA_WEIGHT_IN_OUT)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "weight_layout = %d is not a swa_weight_layout_t value", static_cast<int>(a.weight_layout)));
+  SWA_ASSIGN_OR_RETURN(w->out_dtype, swa::capi::ConvertDtype(a.out_dtype, "out_dtype"));
+  const int32_t layout = swa::capi::RawEnum(a.weight_layout);
+  if (layout != SWA_WEIGHT_OUT_IN && layout != SWA_WEIGHT_IN_OUT)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("weight_layout = %d is not a swa_weight_layout_t value", layout));
+  if (a.n_tokens < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("n_tokens = %d is negative", a.n_tokens));
   if (a.hidden_dim == 0) return absl::InvalidArgumentError("hidden_dim = 0");
   const uint64_t n = uint64_t{a.q_dim} + a.kv_dim;
   if (n == 0) return absl::InvalidArgumentError("q_dim + kv_dim = 0: nothing to project");
   // Element counts (and byte sizes) of every tensor must fit in int64.
   constexpr uint64_t kMax = uint64_t{1} << 60;
-  if (uint64_t{a.n_tokens} * a.hidden_dim >= kMax || uint64_t{a.hidden_dim} * n >= kMax ||
-      uint64_t{a.n_tokens} * n >= kMax)
+  if (uint64_t(a.n_tokens) * a.hidden_dim >= kMax || uint64_t{a.hidden_dim} * n >= kMax ||
+      uint64_t(a.n_tokens) * n >= kMax)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "n_tokens = %u, hidden_dim = %u, q_dim + kv_dim = %u: tensor sizes overflow",
+        "n_tokens = %d, hidden_dim = %u, q_dim + kv_dim = %u: tensor sizes overflow",
         a.n_tokens, a.hidden_dim, n));
   if (a.n_tokens > 0) {
     if (a.hidden == nullptr) return swa::capi::NullArg("hidden");
@@ -35,9 +37,8 @@ absl::Status ToWork(const swa_project_args_t& a, swa::ProjectWork* w) {
   }
   w->hidden = static_cast<const uint16_t*>(a.hidden);
   w->weight = static_cast<const uint16_t*>(a.weight);
-  w->layout = static_cast<swa::WeightLayout>(a.weight_layout);
+  w->layout = static_cast<swa::WeightLayout>(layout);
   w->out = a.out;
-  w->out_dtype = static_cast<swa::Dtype>(a.out_dtype);
   w->tokens = a.n_tokens;
   w->in_dim = a.hidden_dim;
   w->out_dim = static_cast<int64_t>(n);
@@ -59,7 +60,7 @@ SWA_API void swa_project_args_init(swa_project_args_t* args) {
 
 SWA_API swa_status_t swa_project(swa_cache_t* cache, const swa_project_args_t* args) {
   return Guard([&]() -> absl::Status {
-    if (cache == nullptr || cache->impl == nullptr) return swa::capi::NullArg("cache");
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_STRUCT(args, swa_project_args_t);
     swa::ProjectWork w;
     SWA_RETURN_IF_ERROR(ToWork(*args, &w));

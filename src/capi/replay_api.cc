@@ -1,4 +1,5 @@
-// swa_slot_set_valid_start, swa_slot_begin_replay (SPEC section 8).
+// The "Slot valid_start and bounded replay" section: swa_slot_set_valid_start,
+// swa_slot_begin_replay.
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "common/status_macros.h"
@@ -11,7 +12,7 @@ extern "C" {
 SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
                                               int32_t valid_start) {
   return Guard([&]() -> absl::Status {
-    if (cache == nullptr || cache->impl == nullptr) return swa::capi::NullArg("cache");
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     return swa::plan::SetValidStart(cache->impl->slots(), slot, valid_start);
   });
 }
@@ -19,7 +20,7 @@ SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
 SWA_API swa_status_t swa_slot_begin_replay(swa_cache_t* cache, uint32_t slot, int32_t hit_len,
                                            int32_t* replay_start, int32_t* replay_len) {
   return Guard([&]() -> absl::Status {
-    if (cache == nullptr || cache->impl == nullptr) return swa::capi::NullArg("cache");
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_ASSIGN_OR_RETURN(
         swa::plan::ReplayRange r,
         swa::plan::BeginReplay(cache->impl->slots(), slot,

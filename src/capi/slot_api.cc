@@ -1,4 +1,4 @@
-// swa_slot_*.
+// The Slots section: swa_slot_alloc, _free, _reset, _copy, _info.
 #include <cstring>
 
 #include "capi/error.h"
@@ -7,16 +7,11 @@
 
 using swa::capi::Guard;
 
-#define SWA_CHECK_CACHE(cache) \
-  do {                         \
-    if ((cache) == nullptr || (cache)->impl == nullptr) return ::swa::capi::NullArg("cache"); \
-  } while (0)
-
 extern "C" {
 
 SWA_API swa_status_t swa_slot_alloc(swa_cache_t* cache, uint32_t* slot) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_CACHE(cache);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_NOT_NULL(slot);
     SWA_ASSIGN_OR_RETURN(*slot, cache->impl->slots().Alloc());
     return absl::OkStatus();
@@ -25,28 +20,28 @@ SWA_API swa_status_t swa_slot_alloc(swa_cache_t* cache, uint32_t* slot) {
 
 SWA_API swa_status_t swa_slot_free(swa_cache_t* cache, uint32_t slot) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_CACHE(cache);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     return cache->impl->slots().Free(slot);
   });
 }
 
 SWA_API swa_status_t swa_slot_reset(swa_cache_t* cache, uint32_t slot) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_CACHE(cache);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     return cache->impl->slots().Reset(slot);
   });
 }
 
 SWA_API swa_status_t swa_slot_copy(swa_cache_t* cache, uint32_t src, uint32_t dst) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_CACHE(cache);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     return cache->impl->CopySlot(src, dst);
   });
 }
 
 SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot, swa_slot_info_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_CACHE(cache);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_STRUCT(out, swa_slot_info_t);
     SWA_ASSIGN_OR_RETURN(swa::SlotState s, cache->impl->slots().Get(slot));
     std::memset(out, 0, sizeof *out);

@@ -1,6 +1,7 @@
-// swa_step, swa_step_args_init, swa_cache_stats.
+// The Step section: swa_step_args_init, swa_step, swa_cache_stats.
 #include <cstring>
 
+#include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "common/status_macros.h"
@@ -8,16 +9,27 @@
 
 using swa::capi::Guard;
 
+namespace swa::capi {
 namespace {
 
-absl::Status CheckDtype(swa_dtype_t d, const char* name) {
-  if (d != SWA_DTYPE_FP32 && d != SWA_DTYPE_BF16)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s = %d is not a swa_dtype_t value", name, static_cast<int>(d)));
+// The one conversion of the caller's arguments; backends read the result.
+absl::Status ConvertArgs(const swa_step_args_t& a, StepTensors* t) {
+  SWA_ASSIGN_OR_RETURN(t->q_dtype, ConvertDtype(a.q_dtype, "q_dtype"));
+  SWA_ASSIGN_OR_RETURN(t->kv_dtype, ConvertDtype(a.kv_dtype, "kv_dtype"));
+  SWA_ASSIGN_OR_RETURN(t->out_dtype, ConvertDtype(a.out_dtype, "out_dtype"));
+  t->layer = a.layer;
+  t->q = a.q;
+  t->k_new = a.k_new;
+  t->v_new = a.v_new;
+  t->out = a.out;
+  t->sinks = a.sinks;
+  t->softmax_scale = a.softmax_scale;
+  t->stream = a.stream;
   return absl::OkStatus();
 }
 
 }  // namespace
+}  // namespace swa::capi
 
 extern "C" {
 
@@ -30,34 +42,22 @@ SWA_API void swa_step_args_init(swa_step_args_t* args) {
   args->out_dtype = SWA_DTYPE_FP32;
 }
 
-SWA_API swa_status_t swa_step(swa_cache_t* cache, const swa_plan_t* plan,
-                              const swa_step_args_t* args) {
+SWA_API swa_status_t swa_step(swa_cache_t* cache, swa_plan_t* plan, const swa_step_args_t* args) {
   return Guard([&]() -> absl::Status {
-    if (cache == nullptr || cache->impl == nullptr) return swa::capi::NullArg("cache");
-    if (plan == nullptr || plan->impl == nullptr) return swa::capi::NullArg("plan");
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
+    SWA_RETURN_IF_ERROR(swa::capi::CheckPlan(plan));
     SWA_CHECK_STRUCT(args, swa_step_args_t);
-    SWA_RETURN_IF_ERROR(CheckDtype(args->q_dtype, "q_dtype"));
-    SWA_RETURN_IF_ERROR(CheckDtype(args->kv_dtype, "kv_dtype"));
-    SWA_RETURN_IF_ERROR(CheckDtype(args->out_dtype, "out_dtype"));
-    swa::StepRequest r;
-    r.layer = args->layer;
-    r.q = args->q;
-    r.q_dtype = static_cast<swa::Dtype>(args->q_dtype);
-    r.k_new = args->k_new;
-    r.v_new = args->v_new;
-    r.kv_dtype = static_cast<swa::Dtype>(args->kv_dtype);
-    r.out = args->out;
-    r.out_dtype = static_cast<swa::Dtype>(args->out_dtype);
-    r.sinks = args->sinks;
-    r.softmax_scale = args->softmax_scale;
-    r.stream = args->stream;
-    return swa::RunStep(*cache->impl, *plan->impl, r);
+    swa::StepTensors tensors;
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertArgs(*args, &tensors));
+    if (plan->cache != cache->impl.get())
+      return absl::FailedPreconditionError("plan belongs to another cache");
+    return swa::RunStep(*cache->impl, *plan->impl, &plan->prepared, tensors);
   });
 }
 
 SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t* out) {
   return Guard([&]() -> absl::Status {
-    if (cache == nullptr || cache->impl == nullptr) return swa::capi::NullArg("cache");
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_STRUCT(out, swa_cache_stats_t);
     const swa::Cache& c = *cache->impl;
     std::memset(out, 0, sizeof *out);

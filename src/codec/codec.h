@@ -16,26 +16,17 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "layout/model_spec.h"
+#include "common/records.h"
 
 namespace swa::codec {
 
-enum class Dtype : uint32_t { kFp32 = 0, kBf16 = 1 };  // == swa_dtype_t
-
-// Where row i of a batch lives. Exactly one of the three forms is used:
-// `ptrs` when non-null, else `offsets` when non-null, else base + i * stride.
+// Where row i of a batch lives: base + i * stride.
 template <typename Byte>
 struct RowAddressing {
   Byte* base = nullptr;
-  size_t stride = 0;               // bytes between rows (form 3)
-  const int64_t* offsets = nullptr;  // byte offset of row i from base (form 2)
-  Byte* const* ptrs = nullptr;       // address of row i (form 1)
+  size_t stride = 0;  // bytes between rows
 
-  Byte* Row(size_t i) const {
-    if (ptrs != nullptr) return ptrs[i];
-    if (offsets != nullptr) return base + offsets[i];
-    return base + i * stride;
-  }
+  Byte* Row(size_t i) const { return base + i * stride; }
 };
 using DstRows = RowAddressing<uint8_t>;
 using SrcRows = RowAddressing<const uint8_t>;
@@ -51,13 +42,6 @@ struct MutableVectors {
   Dtype dtype = Dtype::kFp32;
   size_t stride = 0;  // elements
 };
-
-// Bytes of one stored vector (== VectorBytes in layout/).
-constexpr size_t StoredBytes(Format format, uint32_t dim) {
-  return format == Format::kMxfp8 ? dim + dim / 32
-         : format == Format::kBf16 ? size_t{2} * dim
-                                   : size_t{4} * dim;
-}
 
 // Encode n vectors into stored rows. Returns non-finite blocks seen.
 uint64_t EncodeRows(Format format, ScaleMode mode, uint32_t dim, size_t n,

@@ -22,15 +22,6 @@ const char* RoleName(Role role) {
   return role == Role::kStored ? "stored" : "dropped";
 }
 
-uint32_t VectorBytes(Format format, uint32_t dim) {
-  switch (format) {
-    case Format::kMxfp8: return dim + dim / kMxfp8Block;
-    case Format::kBf16: return 2 * dim;
-    case Format::kFp32: return 4 * dim;
-  }
-  return 0;
-}
-
 namespace {
 
 absl::Status Invalid(const absl::FormatSpec<>& fmt) { return absl::InvalidArgumentError(absl::StrFormat(fmt)); }

@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/records.h"
+
 namespace swa {
 
-// Values equal the C enums in swacache.h.
-enum class Format : uint32_t { kMxfp8 = 0, kBf16 = 1, kFp32 = 2 };
-enum class ScaleMode : uint32_t { kCeil = 0, kFloor = 1 };
+// Values equal the C enum in swacache.h.
 enum class Role : uint32_t { kStored = 0, kDropped = 1 };
 
 struct LayerSpec {
@@ -43,12 +43,8 @@ inline constexpr uint32_t kMaxHeads = 1u << 12;
 inline constexpr uint32_t kMaxLayers = 1u << 12;
 inline constexpr uint32_t kMaxAlignment = 4096;
 inline constexpr uint32_t kMinAlignment = 16;
-inline constexpr uint32_t kMxfp8Block = 32;
 
 const char* FormatName(Format format);
 const char* RoleName(Role role);
-
-// Bytes of one vector of `dim` values stored in `format` (SPEC section 3).
-uint32_t VectorBytes(Format format, uint32_t dim);
 
 }  // namespace swa

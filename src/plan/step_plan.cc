@@ -45,13 +45,13 @@ inline void WriteFill(int32_t* out, int32_t value, int32_t n) {
 
 }  // namespace
 
-StepPlan::StepPlan(Cache* cache, PlanOptions options)
-    : cache_(cache),
+StepPlan::StepPlan(SlotTable* slots, const Layout& layout, PlanOptions options)
+    : slots_(slots),
       options_(options),
-      window_(static_cast<int32_t>(cache->layout().window())),
-      ring_len_(static_cast<int32_t>(cache->layout().ring_len())),
-      ring_mod_(cache->layout().ring_len()) {
-  const uint32_t n = cache->layout().max_slots();
+      window_(static_cast<int32_t>(layout.window())),
+      ring_len_(static_cast<int32_t>(layout.ring_len())),
+      ring_mod_(layout.ring_len()) {
+  const uint32_t n = layout.max_slots();
   slot_mark_.Reserve(n);
   slot_mark_.SetSize(n);
   std::fill(slot_mark_.data(), slot_mark_.data() + n, uint64_t{0});  // stamp 0 is never used
@@ -69,8 +69,8 @@ void StepPlan::Clear() {
   load_segments_.SetSize(0);
 }
 
-absl::Status StepPlan::Build(absl::Span<const SeqInput> seqs) {
-  SlotTable& slots = cache_->slots();
+absl::Status StepPlan::Build(absl::Span<const SeqDesc> seqs) {
+  SlotTable& slots = *slots_;
   const size_t n = seqs.size();
   if (n > slots.size())
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -122,6 +122,8 @@ absl::Status StepPlan::Build(absl::Span<const SeqInput> seqs) {
     FillRing();
   else
     FillStaged();
+  static std::atomic<uint64_t> next_stamp{1};
+  stamp_ = next_stamp.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -132,7 +134,7 @@ absl::Status StepPlan::Cancel() {
   if (executed())
     return absl::FailedPreconditionError(
         "the plan has been executed (a layer ran): its slot updates can no longer be undone");
-  SlotTable& slots = cache_->slots();
+  SlotTable& slots = *slots_;
   absl::MutexLock lock(&slots.mu());
   // Restore only what is still exactly as this build left it; anything else
   // means another plan, a reset or a free intervened, and undoing would corrupt.
@@ -180,7 +182,7 @@ void StepPlan::FillCommon() {
 // get it than a division); earlier new tokens are not stored.
 size_t StepPlan::FillStore(PlannedSeq s, int32_t first, int32_t r_first, size_t n_segs) {
   int32_t* rows = store_rows_.data() + s.token_offset;
-  Segment* segs = store_segments_.data();
+  RowSegment* segs = store_segments_.data();
   const int32_t skipped = first - s.q_start;
   std::fill(rows, rows + skipped, -1);
   const int32_t count = s.seqlen_k - first;
@@ -190,8 +192,8 @@ size_t StepPlan::FillStore(PlannedSeq s, int32_t first, int32_t r_first, size_t 
   int32_t* out = rows + skipped;
   for (int32_t j = 0; j < run1; ++j) out[j] = base + r_first + j;
   for (int32_t j = run1; j < count; ++j) out[j] = base + (j - run1);
-  segs[n_segs++] = Segment{base + r_first, s.token_offset + skipped, run1};
-  if (count > run1) segs[n_segs++] = Segment{base, s.token_offset + skipped + run1, count - run1};
+  segs[n_segs++] = RowSegment{base + r_first, s.token_offset + skipped, run1};
+  if (count > run1) segs[n_segs++] = RowSegment{base, s.token_offset + skipped + run1, count - run1};
   return n_segs;
 }
 
@@ -265,7 +267,7 @@ void StepPlan::FillStaged() {
   const int32_t w = window_;
   const int32_t r = ring_len_;
   const int32_t sec2 = static_cast<int32_t>(n) * w;
-  Segment* segs = load_segments_.data();
+  RowSegment* segs = load_segments_.data();
   size_t n_segs = 0;
   pivots_.SetSize(4 * static_cast<size_t>(n_tokens_));
   int32_t* piv = pivots_.data();
@@ -277,14 +279,14 @@ void StepPlan::FillStaged() {
     const int32_t dst = static_cast<int32_t>(i) * w;
     // Load plan: zero rows, then the ring rows of hb + pad ... q_start - 1.
     const int32_t pad = HistoryPad(s.q_start, s.valid_start, w);
-    if (pad > 0) segs[n_segs++] = Segment{dst, -1, pad};
+    if (pad > 0) segs[n_segs++] = RowSegment{dst, -1, pad};
     const int32_t count = w - pad;
     if (count > 0) {
       const int32_t base = static_cast<int32_t>(s.slot) * r;
       const int32_t r0 = static_cast<int32_t>(ring_mod_(static_cast<uint32_t>(s.q_start - w + pad)));
       const int32_t run1 = std::min(count, r - r0);
-      segs[n_segs++] = Segment{dst + pad, base + r0, run1};
-      if (count > run1) segs[n_segs++] = Segment{dst + pad + run1, base, count - run1};
+      segs[n_segs++] = RowSegment{dst + pad, base + r0, run1};
+      if (count > run1) segs[n_segs++] = RowSegment{dst + pad + run1, base, count - run1};
     }
     int32_t* pv = piv + 4 * static_cast<size_t>(s.token_offset);
     for (int32_t j = 0; j < s.seqlen_q; ++j) {

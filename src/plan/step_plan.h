@@ -9,19 +9,13 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "cache/cache.h"
+#include "cache/slot_table.h"
+#include "common/records.h"
+#include "layout/layout.h"
 #include "plan/fast_mod.h"
 #include "plan/plan_buffer.h"
 
 namespace swa::plan {
-
-// Same memory layout as swa_seq_t (checked in the C API).
-struct SeqInput {
-  uint32_t slot;
-  int32_t seqlen_q;
-  int32_t seqlen_k;
-  int32_t valid_start;
-};
 
 enum class Path : int { kNone = 0, kRing = 1, kStaged = 2 };  // == swa_plan_path_t
 enum class IndexPad : int { kMinusOne = 0, kLastRow = 1 };    // == swa_index_pad_t
@@ -33,16 +27,6 @@ struct PlanOptions {
   bool materialize_index = true;
 };
 
-// One validated sequence of the batch (same layout as the backends' StepSeq).
-struct PlannedSeq {
-  uint32_t slot;
-  int32_t seqlen_q;
-  int32_t seqlen_k;
-  int32_t q_start;       // seqlen_k - seqlen_q
-  int32_t valid_start;   // effective: max(slot's, the seq's)
-  int32_t token_offset;  // new tokens of the sequences before this one
-};
-
 // A slot's state before the build, and the ring_high the build set, for Cancel().
 struct PrevSlotState {
   int32_t written_end;
@@ -51,18 +35,10 @@ struct PrevSlotState {
   int32_t new_ring_high;
 };
 
-// (dst_row, src_row or -1, count). Load: dst = section-1 row, src = ring row.
-// Store: dst = ring row, src = new-token index t (batch order).
-struct Segment {
-  int32_t dst_row;
-  int32_t src_row;
-  int32_t count;
-};
-
 class StepPlan {
  public:
-  // `cache` is borrowed and must outlive the plan.
-  explicit StepPlan(Cache* cache, PlanOptions options = {});
+  // `slots` and `layout` (a cache's) are borrowed and must outlive the plan.
+  StepPlan(SlotTable* slots, const Layout& layout, PlanOptions options = {});
   StepPlan(const StepPlan&) = delete;
   StepPlan& operator=(const StepPlan&) = delete;
 
@@ -70,7 +46,7 @@ class StepPlan {
   // is legal, advances each slot (written_end = seqlen_k, valid_start raised)
   // and fills the arrays. On error nothing changes (slots and this plan).
   // Rebuilding a built plan keeps the previous build's slot updates.
-  absl::Status Build(absl::Span<const SeqInput> seqs);
+  absl::Status Build(absl::Span<const SeqDesc> seqs);
 
   // Restores the slots this build advanced. FAILED_PRECONDITION when there is
   // no build, after MarkExecuted(), or when a slot changed since the build.
@@ -85,7 +61,10 @@ class StepPlan {
   bool built() const { return path_ != Path::kNone; }
   bool executed() const { return executed_.load(std::memory_order_relaxed); }
   const PlanOptions& options() const { return options_; }
-  const Cache& cache() const { return *cache_; }
+  const SlotTable& slots() const { return *slots_; }
+  // Unique in the process for every successful build (0: never built); what
+  // backends key their per-build preparation by.
+  uint64_t stamp() const { return stamp_; }
   int32_t window() const { return window_; }
   int32_t ring_len() const { return ring_len_; }
   uint32_t n_seqs() const { return static_cast<uint32_t>(seqs_.size()); }
@@ -103,7 +82,7 @@ class StepPlan {
   // [T]: ring row each new token is stored to, -1 when it is not stored.
   absl::Span<const int32_t> store_rows() const { return store_rows_.span(); }
   // Runs of the store plan, at most two per sequence (split at the wrap).
-  absl::Span<const Segment> store_segments() const { return store_segments_.span(); }
+  absl::Span<const RowSegment> store_segments() const { return store_segments_.span(); }
 
   // Ring-only path (empty on the staged path).
   absl::Span<const int32_t> offset_len() const { return offset_len_.span(); }    // [T, 2]
@@ -113,19 +92,18 @@ class StepPlan {
   void WriteDecodeIndex(int32_t* offset_len, int32_t* index) const;
 
   // Staged path (empty on the ring-only path).
-  absl::Span<const Segment> load_segments() const { return load_segments_.span(); }
+  absl::Span<const RowSegment> load_segments() const { return load_segments_.span(); }
   absl::Span<const int32_t> pivots() const { return pivots_.span(); }  // [T, 4]
 
  private:
-  absl::Status ValidateAndCommit(absl::Span<const SeqInput> seqs);
-  void Clear();
+    void Clear();
   void FillCommon();
   size_t FillStore(PlannedSeq s, int32_t first, int32_t r_first, size_t n_segs);
   void FillRing();
   void FillStaged();
   void FillIndexRows(int32_t* index, int32_t t_begin, int32_t t_end) const;
 
-  Cache* cache_;
+  SlotTable* slots_;
   PlanOptions options_;
   int32_t window_;
   int32_t ring_len_;
@@ -133,6 +111,7 @@ class StepPlan {
 
   Path path_ = Path::kNone;
   std::atomic<bool> executed_{false};
+  uint64_t stamp_ = 0;
   int32_t n_tokens_ = 0;
   int32_t max_seqlen_q_ = 0;
   int32_t max_seqlen_k_ = 0;
@@ -146,10 +125,10 @@ class StepPlan {
   PlanBuffer<int32_t> cu_seqlens_;
   PlanBuffer<int32_t> token_seq_;
   PlanBuffer<int32_t> store_rows_;
-  PlanBuffer<Segment> store_segments_;
+  PlanBuffer<RowSegment> store_segments_;
   PlanBuffer<int32_t> offset_len_;
   PlanBuffer<int32_t> decode_index_;
-  PlanBuffer<Segment> load_segments_;
+  PlanBuffer<RowSegment> load_segments_;
   PlanBuffer<int32_t> pivots_;
 };
 

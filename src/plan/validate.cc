@@ -22,7 +22,7 @@ absl::Status Precondition(const absl::FormatSpec<Args...>& fmt, const Args&... a
 }
 
 // Rules that hold whatever the slot state (INVALID_ARGUMENT).
-absl::Status CheckArguments(uint32_t i, const SeqInput& s) {
+absl::Status CheckArguments(uint32_t i, const SeqDesc& s) {
   if (s.seqlen_q < 0) return Invalid("seqs[%u]: seqlen_q = %d is negative", i, s.seqlen_q);
   if (s.seqlen_k < 0) return Invalid("seqs[%u]: seqlen_k = %d is negative", i, s.seqlen_k);
   if (s.valid_start < 0)
@@ -40,7 +40,7 @@ absl::Status CheckArguments(uint32_t i, const SeqInput& s) {
 // first new token needs must still be in the ring. The ring's newest content
 // is max(written_end, ring_high): after a rewind, rejected drafts above
 // written_end still occupy rows (docs/planner.md, "chained rewinds").
-absl::Status CheckAgainstSlot(uint32_t i, const SeqInput& s, const SlotState& st, int32_t window,
+absl::Status CheckAgainstSlot(uint32_t i, const SeqDesc& s, const SlotState& st, int32_t window,
                               int32_t ring_len, int32_t valid_start) {
   const int32_t q = s.seqlen_k - s.seqlen_q;
   const int32_t e = st.written_end;
@@ -74,7 +74,7 @@ absl::Status CheckAgainstSlot(uint32_t i, const SeqInput& s, const SlotState& st
 }  // namespace
 
 absl::Status ValidateBatch(const SlotTable& slots, int32_t window, int32_t ring_len,
-                           absl::Span<const SeqInput> seqs, uint64_t* slot_mark, uint32_t stamp,
+                           absl::Span<const SeqDesc> seqs, uint64_t* slot_mark, uint32_t stamp,
                            PlannedSeq* out, PrevSlotState* prev, BatchSummary* summary) {
   const uint32_t n = static_cast<uint32_t>(seqs.size());
   const int32_t max_ring_tokens = ring_len - window + 1;
@@ -82,7 +82,7 @@ absl::Status ValidateBatch(const SlotTable& slots, int32_t window, int32_t ring_
   int32_t max_q = 0;
   int32_t max_k = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const SeqInput& s = seqs[i];
+    const SeqDesc& s = seqs[i];
     if (absl::Status st = CheckArguments(i, s); !st.ok()) return st;
     if (absl::Status st = slots.CheckAllocatedLocked(s.slot); !st.ok())
       return absl::Status(st.code(), absl::StrFormat("seqs[%u]: %s", i, st.message()));

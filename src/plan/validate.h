@@ -25,7 +25,7 @@ struct BatchSummary {
 // means "sequence i uses this slot in this build".
 // Changes nothing but `out`, `prev`, `slot_mark` and `summary`.
 absl::Status ValidateBatch(const SlotTable& slots, int32_t window, int32_t ring_len,
-                           absl::Span<const SeqInput> seqs, uint64_t* slot_mark, uint32_t stamp,
+                           absl::Span<const SeqDesc> seqs, uint64_t* slot_mark, uint32_t stamp,
                            PlannedSeq* out, PrevSlotState* prev, BatchSummary* summary)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(slots.mu());
 

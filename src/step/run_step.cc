@@ -1,8 +1,6 @@
 #include "step/run_step.h"
 
 #include <cmath>
-#include <cstddef>
-#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -10,17 +8,7 @@
 namespace swa {
 namespace {
 
-static_assert(sizeof(plan::Segment) == sizeof(RowSegment) &&
-              offsetof(plan::Segment, dst_row) == offsetof(RowSegment, dst_row) &&
-              offsetof(plan::Segment, src_row) == offsetof(RowSegment, src_row) &&
-              offsetof(plan::Segment, count) == offsetof(RowSegment, count));
-
-absl::Status CheckRequest(const Cache& cache, const plan::StepPlan& plan, const StepRequest& r) {
-  if (&plan.cache() != &cache)
-    return absl::FailedPreconditionError("plan belongs to another cache");
-  if (!plan.built())
-    return absl::FailedPreconditionError("plan is not built (build it, or it was cancelled)");
-  const Layout& lay = cache.layout();
+absl::Status CheckTensors(const Layout& lay, const plan::StepPlan& plan, const StepTensors& r) {
   if (r.layer >= lay.num_layers())
     return absl::OutOfRangeError(absl::StrFormat(
         "layer = %u is out of range: the cache has %u layers", r.layer, lay.num_layers()));
@@ -44,75 +32,80 @@ absl::Status CheckRequest(const Cache& cache, const plan::StepPlan& plan, const 
   if (!std::isfinite(r.softmax_scale) || r.softmax_scale < 0)
     return absl::InvalidArgumentError(
         absl::StrFormat("softmax_scale = %g is not a finite value >= 0", r.softmax_scale));
-  if (spec.head_dim % 32 != 0)
-    return absl::UnimplementedError(absl::StrFormat(
-        "layer %u: head_dim = %u is not a multiple of 32, which the step backends need",
-        r.layer, spec.head_dim));
   return absl::OkStatus();
+}
+
+// The slots may have been freed since the plan was built.
+absl::Status CheckSlotsStillPlanned(const SlotTable& slots, const plan::StepPlan& plan) {
+  absl::MutexLock lock(&slots.mu());
+  for (const PlannedSeq& s : plan.seqs())
+    if (!slots.CheckAllocatedLocked(s.slot).ok())
+      return absl::FailedPreconditionError(
+          absl::StrFormat("the plan's slot %u was freed after the plan was built", s.slot));
+  return absl::OkStatus();
+}
+
+PlanView ViewOf(const plan::StepPlan& plan) {
+  PlanView v;
+  v.stamp = plan.stamp();
+  v.staged = plan.path() == plan::Path::kStaged;
+  v.window = plan.window();
+  v.seqs = plan.seqs().data();
+  v.n_seqs = plan.n_seqs();
+  v.n_tokens = plan.n_tokens();
+  v.max_seqlen_q = plan.max_seqlen_q();
+  v.offset_len = plan.offset_len().data();
+  v.load_segments = plan.load_segments().data();
+  v.n_load_segments = plan.load_segments().size();
+  v.pivots = plan.pivots().data();
+  v.store_rows = plan.store_rows().data();
+  return v;
+}
+
+StepLayer LayerOf(const Cache& cache, uint32_t layer) {
+  const Layout& lay = cache.layout();
+  const LayerSpec& spec = lay.spec().layers[layer];
+  const LayerLayout& ll = lay.layer(layer);
+  StepLayer l;
+  l.ring = RingRows{cache.pool() + ll.ring_offset, lay.slot_bytes(), ll.bytes_per_token,
+                    static_cast<int32_t>(lay.ring_len())};
+  l.vec_bytes = ll.vec_bytes;
+  l.window = static_cast<int32_t>(lay.window());
+  l.format = spec.format;
+  l.scale_mode = lay.spec().scale_mode;
+  l.q_heads = static_cast<int>(spec.q_heads);
+  l.kv_heads = static_cast<int>(spec.kv_heads);
+  l.head_dim = static_cast<int>(spec.head_dim);
+  l.shared_kv = spec.shared_kv;
+  return l;
 }
 
 }  // namespace
 
-absl::Status RunStep(Cache& cache, plan::StepPlan& plan, const StepRequest& r) {
-  SWA_RETURN_IF_ERROR(CheckRequest(cache, plan, r));
-  const Layout& lay = cache.layout();
-  const LayerSpec& spec = lay.spec().layers[r.layer];
-  const LayerLayout& ll = lay.layer(r.layer);
-
-  // The slots may have been freed since the plan was built.
-  {
-    absl::MutexLock lock(&cache.slots().mu());
-    for (const plan::PlannedSeq& s : plan.seqs())
-      if (absl::Status st = cache.slots().CheckAllocatedLocked(s.slot); !st.ok())
-        return absl::FailedPreconditionError(
-            absl::StrFormat("the plan's slot %u was freed after the plan was built", s.slot));
-  }
-
-  thread_local std::vector<StepSeq> seqs;
-  seqs.clear();
-  for (const plan::PlannedSeq& s : plan.seqs())
-    seqs.push_back({s.slot, s.seqlen_q, s.seqlen_k, s.q_start, s.valid_start, s.token_offset});
+absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<PreparedPlan>* prepared,
+                     const StepTensors& tensors) {
+  if (&plan.slots() != &cache.slots())
+    return absl::FailedPreconditionError("plan belongs to another cache");
+  if (!plan.built())
+    return absl::FailedPreconditionError("plan is not built (build it, or it was cancelled)");
+  SWA_RETURN_IF_ERROR(CheckTensors(cache.layout(), plan, tensors));
+  SWA_RETURN_IF_ERROR(CheckSlotsStillPlanned(cache.slots(), plan));
 
   StepWork w;
-  w.ring_base = cache.pool() + ll.ring_offset;
-  w.slot_bytes = lay.slot_bytes();
-  w.bytes_per_token = ll.bytes_per_token;
-  w.vec_bytes = ll.vec_bytes;
-  w.ring_len = static_cast<int32_t>(lay.ring_len());
-  w.window = static_cast<int32_t>(lay.window());
-  w.format = spec.format;
-  w.scale_mode = lay.spec().scale_mode;
-  w.q_heads = static_cast<int>(spec.q_heads);
-  w.kv_heads = static_cast<int>(spec.kv_heads);
-  w.head_dim = static_cast<int>(spec.head_dim);
-  w.shared_kv = spec.shared_kv;
-  w.staged = plan.path() == plan::Path::kStaged;
-  w.seqs = seqs.data();
-  w.n_seqs = static_cast<uint32_t>(seqs.size());
-  w.n_tokens = plan.n_tokens();
-  w.offset_len = plan.offset_len().data();
-  w.load_segments = reinterpret_cast<const RowSegment*>(plan.load_segments().data());
-  w.n_load_segments = plan.load_segments().size();
-  w.pivots = plan.pivots().data();
-  w.store_rows = plan.store_rows().data();
-  w.q = r.q;
-  w.q_dtype = r.q_dtype;
-  w.k_new = r.k_new;
-  w.v_new = r.v_new;
-  w.kv_dtype = r.kv_dtype;
-  w.out = r.out;
-  w.out_dtype = r.out_dtype;
-  w.sinks = r.sinks;
-  w.scale = r.softmax_scale != 0 ? r.softmax_scale
-                                 : 1.0f / std::sqrt(static_cast<float>(spec.head_dim));
-  w.stream = r.stream;
+  w.plan = ViewOf(plan);
+  if (*prepared == nullptr || (*prepared)->stamp != w.plan.stamp)
+    SWA_RETURN_IF_ERROR(cache.backend().Prepare(w.plan, prepared));
+  w.layer = LayerOf(cache, tensors.layer);
+  w.tensors = &tensors;
+  w.scale = tensors.softmax_scale != 0 ? tensors.softmax_scale
+                                       : 1.0f / std::sqrt(static_cast<float>(w.layer.head_dim));
 
   StepResult result;
-  SWA_RETURN_IF_ERROR(cache.backend().RunStep(w, &result));
+  SWA_RETURN_IF_ERROR(cache.backend().RunStep(w, **prepared, &result));
   plan.MarkExecuted();
   CacheCounters& c = cache.counters();
   c.steps.fetch_add(1, std::memory_order_relaxed);
-  c.tokens.fetch_add(static_cast<uint64_t>(w.n_tokens), std::memory_order_relaxed);
+  c.tokens.fetch_add(static_cast<uint64_t>(w.plan.n_tokens), std::memory_order_relaxed);
   c.nonfinite_blocks.fetch_add(result.nonfinite_blocks, std::memory_order_relaxed);
   return absl::OkStatus();
 }

@@ -1,6 +1,8 @@
-// swa_step in C++: check one layer's arguments against the cache and the plan,
-// hand the work to the backend, count what happened.
+// swa_step in C++: check one layer's tensors against the cache and the plan,
+// have the backend prepare the plan once per build, run the layer, count.
 #pragma once
+
+#include <memory>
 
 #include "absl/status/status.h"
 #include "backend/step_work.h"
@@ -9,22 +11,12 @@
 
 namespace swa {
 
-struct StepRequest {
-  uint32_t layer = 0;
-  const void* q = nullptr;
-  Dtype q_dtype = Dtype::kFp32;
-  const void* k_new = nullptr;
-  const void* v_new = nullptr;
-  Dtype kv_dtype = Dtype::kFp32;
-  void* out = nullptr;
-  Dtype out_dtype = Dtype::kFp32;
-  const float* sinks = nullptr;
-  float softmax_scale = 0;  // 0 = 1/sqrt(D)
-  void* stream = nullptr;
-};
-
-// Nothing changes when the request is rejected. On success the plan is marked
-// executed (it can no longer be cancelled).
-absl::Status RunStep(Cache& cache, plan::StepPlan& plan, const StepRequest& request);
+// Runs layer `tensors.layer` of the step `plan` describes. `prepared` holds
+// what the cache's backend derived from the plan's latest build; it is
+// (re)made here when the build changed, so that only the first layer of a
+// step pays for it. Nothing changes when the request is rejected. On success
+// the plan is marked executed (it can no longer be cancelled).
+absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<PreparedPlan>* prepared,
+                     const StepTensors& tensors);
 
 }  // namespace swa

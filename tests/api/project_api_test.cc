@@ -95,9 +95,11 @@ TEST_F(ProjectApi, RejectsBadArgumentsAndWritesNothing) {
       {"out_dtype", [](swa_project_args_t* a) { a->out_dtype = static_cast<swa_dtype_t>(7); }},
       {"weight_layout",
        [](swa_project_args_t* a) { a->weight_layout = static_cast<swa_weight_layout_t>(2); }},
+      {"is negative", [](swa_project_args_t* a) { a->n_tokens = -1; }},
       {"overflow", [](swa_project_args_t* a) {
-         a->n_tokens = 0xFFFFFFFFu;
+         a->n_tokens = 0x7FFFFFFF;
          a->hidden_dim = 0xFFFFFFFFu;
+         a->q_dim = 0xFFFFFFFFu;
        }},
   };
   for (const Bad& b : bads) {

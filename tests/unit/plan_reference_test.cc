@@ -15,7 +15,7 @@
 namespace {
 
 using swa::plan::Path;
-using swa::plan::SeqInput;
+using swa::SeqDesc;
 using swa::plan::StepPlan;
 
 struct Geometry {
@@ -34,7 +34,7 @@ class Generator {
 
   // A random slot state and a sequence for it; legal unless `allow_illegal`
   // lets an illegal draw through.
-  void Draw(uint32_t slot, swa::SlotState* st, SeqInput* s, bool* legal) {
+  void Draw(uint32_t slot, swa::SlotState* st, SeqDesc* s, bool* legal) {
     const int32_t w = g_.w, r = g_.r, max_ring = r - w + 1;
     for (int attempt = 0;; ++attempt) {
       const int kind = Rand(0, 7);
@@ -86,7 +86,7 @@ class Generator {
       st->valid_start = v;
       // After a rewind, rejected drafts above written_end still occupy rows.
       st->ring_high = Chance(0.2) ? e + Rand(0, g_.n + 2) : 0;
-      *s = SeqInput{slot, q, q0 + q, sv};
+      *s = SeqDesc{slot, q, q0 + q, sv};
       const int32_t eff = std::max(v, sv);
       *legal = sv <= q0 && plan_ref::LegalAgainstSlot(e, eff, q0, w, r, st->ring_high);
       if (*legal || attempt > 50 || Chance(0.03)) return;
@@ -206,7 +206,7 @@ TEST_P(PlanReference, RandomBatchesMatchBruteForce) {
   swa::plan::PlanOptions opts[2];
   opts[1].index_pad = swa::plan::IndexPad::kLastRow;
   opts[1].materialize_index = false;
-  StepPlan plans[2] = {StepPlan(cache.get(), opts[0]), StepPlan(cache.get(), opts[1])};
+  StepPlan plans[2] = {StepPlan(&cache->slots(), cache->layout(), opts[0]), StepPlan(&cache->slots(), cache->layout(), opts[1])};
 
   int legal_batches = 0, staged = 0, ring = 0, rejected = 0;
   for (int trial = 0; trial < 700; ++trial) {
@@ -215,7 +215,7 @@ TEST_P(PlanReference, RandomBatchesMatchBruteForce) {
     std::iota(slots.begin(), slots.end(), 0u);
     std::shuffle(slots.begin(), slots.end(), gen.rng());
     const int n = gen.Rand(0, 6);
-    std::vector<SeqInput> batch(n);
+    std::vector<SeqDesc> batch(n);
     std::vector<int32_t> highs(n);
     std::vector<plan_ref::Seq> ref;
     bool all_legal = true;

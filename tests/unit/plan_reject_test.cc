@@ -14,7 +14,7 @@
 namespace {
 
 using swa::plan::Path;
-using swa::plan::SeqInput;
+using swa::SeqDesc;
 using swa::plan::StepPlan;
 
 // W 8, N 2, R 11: ring-only steps bring at most 4 tokens per sequence.
@@ -29,15 +29,15 @@ class PlanReject : public ::testing::Test {
     plan_test::SetSlot(*cache_, 2, 100, 60);
     plan_test::SetSlot(*cache_, 3, 0, 0);
     plan_test::SetSlot(*cache_, 4, 30, 0, 33);  // rejected drafts reached position 32
-    plan_ = std::make_unique<StepPlan>(cache_.get());
+    plan_ = std::make_unique<StepPlan>(&cache_->slots(), cache_->layout());
     // A previous good build, which rejections must leave readable.
-    ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{3, 2, 2, 0}}).ok());
+    ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{3, 2, 2, 0}}).ok());
     before_ = plan_test::Snapshot(*cache_);
   }
 
   // Expects `batch` to be rejected with `code`, a message containing every
   // string in `words`, and no change anywhere.
-  void ExpectRejected(const std::vector<SeqInput>& batch, absl::StatusCode code,
+  void ExpectRejected(const std::vector<SeqDesc>& batch, absl::StatusCode code,
                       const std::vector<std::string>& words) {
     const absl::Status st = plan_->Build(batch);
     EXPECT_EQ(st.code(), code) << st;
@@ -93,9 +93,9 @@ TEST_F(PlanReject, RewindDeeperThanTheRingKeeps) {
 }
 
 TEST_F(PlanReject, RewindAtTheMarginIsLegal) {
-  EXPECT_TRUE(plan_->Build(std::vector<SeqInput>{{0, 4, 40, 0}}).ok());  // q_start 36 needs 29 = 40 - 11
+  EXPECT_TRUE(plan_->Build(std::vector<SeqDesc>{{0, 4, 40, 0}}).ok());  // q_start 36 needs 29 = 40 - 11
   EXPECT_TRUE(plan_->Cancel().ok());
-  EXPECT_TRUE(plan_->Build(std::vector<SeqInput>{{4, 1, 30, 0}}).ok());  // needs 22 = 33 - 11
+  EXPECT_TRUE(plan_->Build(std::vector<SeqDesc>{{4, 1, 30, 0}}).ok());  // needs 22 = 33 - 11
   EXPECT_TRUE(plan_->Cancel().ok());
   EXPECT_TRUE(plan_test::SameStates(before_, plan_test::Snapshot(*cache_)));
 }
@@ -111,7 +111,7 @@ TEST_F(PlanReject, DuplicateSlot) {
 }
 
 TEST_F(PlanReject, TooManySequences) {
-  std::vector<SeqInput> batch(7, SeqInput{3, 0, 0, 0});
+  std::vector<SeqDesc> batch(7, SeqDesc{3, 0, 0, 0});
   ExpectRejected(batch, kInvalid, {"n_seqs = 7", "max_slots = 6"});
 }
 
@@ -131,18 +131,18 @@ TEST(PlanRejectIndex, DecodeIndexSizeOverflowsInt32) {
   ASSERT_TRUE(cache->slots().Alloc().ok());
   swa::plan::PlanOptions opts;
   opts.materialize_index = false;  // the accepted case would otherwise hold 7.9 GB
-  StepPlan plan(cache.get(), opts);
+  StepPlan plan(&cache->slots(), cache->layout(), opts);
   const auto before = plan_test::Snapshot(*cache);
-  const absl::Status st = plan.Build(std::vector<SeqInput>{{0, 40000, 40000, 0}});
+  const absl::Status st = plan.Build(std::vector<SeqDesc>{{0, 40000, 40000, 0}});
   EXPECT_EQ(st.code(), kInvalid) << st;
   EXPECT_TRUE(absl::StrContains(st.message(), "decode index")) << st;
   EXPECT_TRUE(plan_test::SameStates(before, plan_test::Snapshot(*cache)));
-  EXPECT_TRUE(plan.Build(std::vector<SeqInput>{{0, 30000, 30000, 0}}).ok());  // 1.97e9 entries fit
+  EXPECT_TRUE(plan.Build(std::vector<SeqDesc>{{0, 30000, 30000, 0}}).ok());  // 1.97e9 entries fit
 }
 
 TEST_F(PlanReject, CancelRestoresExactlyAndOnlyOnce) {
   const auto start = plan_test::Snapshot(*cache_);
-  ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{0, 3, 42, 5}, {1, 1, 6, 0}, {4, 2, 31, 0}}).ok());
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{0, 3, 42, 5}, {1, 1, 6, 0}, {4, 2, 31, 0}}).ok());
   EXPECT_EQ(cache_->slots().Get(0)->written_end, 42);
   EXPECT_EQ(cache_->slots().Get(0)->valid_start, 5);  // raised by the sequence
   EXPECT_EQ(cache_->slots().Get(4)->written_end, 31);
@@ -154,7 +154,7 @@ TEST_F(PlanReject, CancelRestoresExactlyAndOnlyOnce) {
 }
 
 TEST_F(PlanReject, CancelAfterExecutionIsRefused) {
-  ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{1, 1, 6, 0}}).ok());
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{1, 1, 6, 0}}).ok());
   plan_->MarkExecuted();
   const auto after = plan_test::Snapshot(*cache_);
   const absl::Status st = plan_->Cancel();
@@ -164,9 +164,9 @@ TEST_F(PlanReject, CancelAfterExecutionIsRefused) {
 }
 
 TEST_F(PlanReject, CancelRefusedWhenASlotChangedSinceTheBuild) {
-  ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{0, 1, 41, 0}, {1, 1, 6, 0}}).ok());
-  StepPlan other(cache_.get());
-  ASSERT_TRUE(other.Build(std::vector<SeqInput>{{1, 1, 7, 0}}).ok());  // advances slot 1 again
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{0, 1, 41, 0}, {1, 1, 6, 0}}).ok());
+  StepPlan other(&cache_->slots(), cache_->layout());
+  ASSERT_TRUE(other.Build(std::vector<SeqDesc>{{1, 1, 7, 0}}).ok());  // advances slot 1 again
   const auto after = plan_test::Snapshot(*cache_);
   const absl::Status st = plan_->Cancel();
   EXPECT_EQ(st.code(), kPrecondition) << st;
@@ -179,8 +179,8 @@ TEST_F(PlanReject, CancelRefusedWhenASlotChangedSinceTheBuild) {
 }
 
 TEST_F(PlanReject, RebuildKeepsThePreviousBuildsUpdates) {
-  ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{1, 1, 6, 0}}).ok());
-  ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{0, 1, 41, 0}}).ok());
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{1, 1, 6, 0}}).ok());
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{0, 1, 41, 0}}).ok());
   ASSERT_TRUE(plan_->Cancel().ok());  // undoes only the second build
   EXPECT_EQ(cache_->slots().Get(1)->written_end, 6);
   EXPECT_EQ(cache_->slots().Get(0)->written_end, 40);
@@ -198,9 +198,9 @@ TEST_F(PlanReject, SetValidStart) {
   EXPECT_EQ(slots.Get(0)->written_end, 40);
   // Raised past written_end: the next step must start exactly there.
   ASSERT_TRUE(swa::plan::SetValidStart(slots, 1, 50).ok());
-  EXPECT_EQ(plan_->Build(std::vector<SeqInput>{{1, 1, 50, 0}}).code(), kPrecondition);
-  EXPECT_EQ(plan_->Build(std::vector<SeqInput>{{1, 1, 52, 0}}).code(), kPrecondition);
-  EXPECT_TRUE(plan_->Build(std::vector<SeqInput>{{1, 2, 52, 0}}).ok());
+  EXPECT_EQ(plan_->Build(std::vector<SeqDesc>{{1, 1, 50, 0}}).code(), kPrecondition);
+  EXPECT_EQ(plan_->Build(std::vector<SeqDesc>{{1, 1, 52, 0}}).code(), kPrecondition);
+  EXPECT_TRUE(plan_->Build(std::vector<SeqDesc>{{1, 2, 52, 0}}).ok());
 }
 
 TEST_F(PlanReject, BeginReplay) {
@@ -225,13 +225,13 @@ TEST_F(PlanReject, BeginReplay) {
   r = swa::plan::BeginReplay(slots, 0, 8, 100);
   ASSERT_TRUE(r.ok());
   // The replay prefill of 92 ... 99 is legal; anything starting elsewhere is not.
-  EXPECT_EQ(plan_->Build(std::vector<SeqInput>{{0, 8, 99, 0}}).code(), kPrecondition);
-  EXPECT_EQ(plan_->Build(std::vector<SeqInput>{{0, 8, 101, 0}}).code(), kPrecondition);
-  ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{0, 8, 100, 0}}).ok());
+  EXPECT_EQ(plan_->Build(std::vector<SeqDesc>{{0, 8, 99, 0}}).code(), kPrecondition);
+  EXPECT_EQ(plan_->Build(std::vector<SeqDesc>{{0, 8, 101, 0}}).code(), kPrecondition);
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{0, 8, 100, 0}}).ok());
   EXPECT_EQ(plan_->path(), Path::kStaged);  // 8 > R - W + 1
   EXPECT_EQ(plan_->seqs()[0].valid_start, 92);
   // Then decode at 100 sees 93 ... 100.
-  ASSERT_TRUE(plan_->Build(std::vector<SeqInput>{{0, 1, 101, 0}}).ok());
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{0, 1, 101, 0}}).ok());
   EXPECT_EQ(plan_->offset_len()[1], 8);
   EXPECT_EQ(plan_->offset_len()[0], 0 * 11 + 93 % 11);
 }

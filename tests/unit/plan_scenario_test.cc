@@ -18,7 +18,7 @@
 namespace {
 
 using swa::plan::Path;
-using swa::plan::SeqInput;
+using swa::SeqDesc;
 using swa::plan::StepPlan;
 
 constexpr int32_t kZero = -7;      // a zero-filled staging row
@@ -38,7 +38,7 @@ class Scenario {
  public:
   Scenario(int32_t w, int32_t n, int32_t r, uint32_t seed)
       : w_(w), n_(n), r_(r), rng_(seed), cache_(plan_test::MakeCache(w, n, r, 4)),
-        plan_(cache_.get()), ring_(static_cast<size_t>(4) * r, kNever) {
+        plan_(&cache_->slots(), cache_->layout()), ring_(static_cast<size_t>(4) * r, kNever) {
     for (uint32_t s = 0; s < 4; ++s) {
       EXPECT_TRUE(cache_->slots().Alloc().ok());
       seqs_.push_back(EngineSeq{.slot = s});
@@ -65,8 +65,8 @@ class Scenario {
     s.prompt = s.len + Rand(1, 3 * r_);
   }
 
-  std::vector<SeqInput> Compose() {
-    std::vector<SeqInput> batch;
+  std::vector<SeqDesc> Compose() {
+    std::vector<SeqDesc> batch;
     for (EngineSeq& s : seqs_) {
       int32_t q;
       if (s.fixed_q >= 0) {
@@ -81,14 +81,14 @@ class Scenario {
         q = Chance(0.2) ? 1 : n_ + 1;
       }
       s.fixed_q = q;  // the same choice if the batch is composed again
-      batch.push_back(SeqInput{s.slot, q, s.len + q, s.valid_start});
+      batch.push_back(SeqDesc{s.slot, q, s.len + q, s.valid_start});
     }
     return batch;
   }
 
   // One engine step for every sequence; returns the number of checked queries.
   int Step() {
-    std::vector<SeqInput> batch = Compose();
+    std::vector<SeqDesc> batch = Compose();
     // A rewind the SPEC's written_end formula allows but rejected drafts have
     // made unsafe must be refused, with nothing changed; the engine then
     // resumes from where it was.
@@ -148,7 +148,7 @@ class Scenario {
 
  private:
   // Runs the step on the model: writes, loads, gathers, stores.
-  int Execute(const std::vector<SeqInput>& batch) {
+  int Execute(const std::vector<SeqDesc>& batch) {
     std::vector<int64_t> new_ids;
     for (size_t i = 0; i < batch.size(); ++i) {
       EngineSeq& s = seqs_[i];

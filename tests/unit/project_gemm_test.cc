@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "project/gemm_cpu.h"
+#include "backend/cpu/gemm_cpu.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace swa {
 namespace {
@@ -50,7 +51,8 @@ void Check(const Case& c, uint64_t seed) {
   pw.tokens = c.t;
   pw.in_dim = c.k;
   pw.out_dim = c.n;
-  project::GemmBf16Cpu(pw, c.threads);
+  cpu::ThreadPool pool(c.threads);
+  cpu::GemmBf16Cpu(pw, &pool);
 
   const double gamma = 2.0 * double(c.k) * std::ldexp(1.0, -24);  // FP32 summation bound
   int bad = 0;
@@ -104,9 +106,10 @@ TEST(ProjectGemmCpu, ThreadCountDoesNotChangeBits) {
   pw.in_dim = k;
   pw.out_dim = n;
   pw.out = o1.data();
-  project::GemmBf16Cpu(pw, 1);
+  cpu::GemmBf16Cpu(pw, nullptr);
   pw.out = o4.data();
-  project::GemmBf16Cpu(pw, 4);
+  cpu::ThreadPool pool(4);
+  cpu::GemmBf16Cpu(pw, &pool);
   EXPECT_EQ(std::memcmp(o1.data(), o4.data(), o1.size() * sizeof(float)), 0);
 }
 

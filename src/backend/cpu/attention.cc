@@ -333,7 +333,7 @@ bool Avx2KernelsAvailable() {
 void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProblem* problems,
                    int n_problems, ThreadPool* pool) {
   assert(shape.q_heads > 0 && shape.kv_heads > 0 && shape.q_heads % shape.kv_heads == 0);
-  assert(shape.head_dim >= 32 && shape.head_dim <= 1024 && shape.head_dim % 32 == 0);
+  assert(HeadDimSupported(shape.head_dim));
   if (n_problems <= 0) return;
   const AttentionKernels& kn = SelectKernels(isa);
   const unsigned threads = pool != nullptr ? pool->num_threads() : 1;

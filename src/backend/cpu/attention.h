@@ -12,10 +12,15 @@
 
 namespace swa::cpu {
 
+// Head dims the attention core handles: multiples of 32 up to this (the
+// packed panels and score blocks are sized for it).
+inline constexpr int kMaxHeadDim = 1024;
+inline constexpr bool HeadDimSupported(int d) { return d >= 32 && d <= kMaxHeadDim && d % 32 == 0; }
+
 struct AttentionShape {
   int q_heads;         // Hq
   int kv_heads;        // Hkv; query head h uses KV head h / (Hq / Hkv)
-  int head_dim;        // D, a multiple of 32 in [32, 1024]
+  int head_dim;        // D: HeadDimSupported(D)
   float scale;         // softmax scale (already resolved; never 0 here)
   const float* sinks;  // [Hq] unscaled sink logits, or nullptr
 };

@@ -1,3 +1,7 @@
+// The CPU backend: host memory from anonymous mappings, the CPU step and
+// projection on one thread pool per cache.
+#include "backend/cpu/cpu_backend.h"
+
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -6,11 +10,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
-#include "backend/backend.h"
+#include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_step.h"
+#include "backend/cpu/gemm_cpu.h"
 #include "backend/cpu/thread_pool.h"
 
-namespace swa {
+namespace swa::cpu {
 namespace {
 
 class CpuBackend final : public Backend {
@@ -19,6 +24,14 @@ class CpuBackend final : public Backend {
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   int device() const override { return -1; }
+
+  absl::Status Supports(const LayerSpec& layer) const override {
+    if (!HeadDimSupported(static_cast<int>(layer.head_dim)))
+      return absl::UnimplementedError(absl::StrFormat(
+          "head_dim = %u is not supported by the CPU step kernels (a multiple of 32 in [32, %d])",
+          layer.head_dim, kMaxHeadDim));
+    return absl::OkStatus();
+  }
 
   // Anonymous mappings are page aligned, zero filled and committed lazily, so
   // a large pool costs memory only for the slots that are used.
@@ -50,15 +63,35 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  absl::Status RunStep(const StepWork& work, StepResult* result) override {
+  absl::Status Prepare(const PlanView& plan, std::unique_ptr<PreparedPlan>* prepared) override {
+    auto* cpu = dynamic_cast<CpuPreparedPlan*>(prepared->get());
+    if (cpu == nullptr) {
+      auto fresh = std::make_unique<CpuPreparedPlan>();
+      cpu = fresh.get();
+      *prepared = std::move(fresh);
+    }
+    PrepareCpuPlan(plan, cpu);
+    return absl::OkStatus();
+  }
+
+  absl::Status RunStep(const StepWork& work, PreparedPlan& prepared,
+                       StepResult* result) override {
+    const auto* cpu = dynamic_cast<const CpuPreparedPlan*>(&prepared);
+    if (cpu == nullptr || cpu->stamp != work.plan.stamp)
+      return absl::InternalError("the CPU step was handed a plan prepared for another build");
     absl::MutexLock lock(&step_mu_);  // the scratch serves one step at a time
-    return cpu::RunCpuStep(work, &pool_, scratch_, result);
+    return RunCpuStep(work, *cpu, &pool_, scratch_, result);
+  }
+
+  absl::Status Project(const ProjectWork& work) override {
+    GemmBf16Cpu(work, &pool_);
+    return absl::OkStatus();
   }
 
  private:
   absl::Mutex step_mu_;
-  cpu::ThreadPool pool_;
-  cpu::StepScratch scratch_ ABSL_GUARDED_BY(step_mu_);
+  ThreadPool pool_;  // serialises concurrent ParallelFor calls itself
+  StepScratch scratch_ ABSL_GUARDED_BY(step_mu_);
 };
 
 }  // namespace
@@ -67,4 +100,4 @@ std::unique_ptr<Backend> MakeCpuBackend(unsigned num_threads) {
   return std::make_unique<CpuBackend>(num_threads);
 }
 
-}  // namespace swa
+}  // namespace swa::cpu

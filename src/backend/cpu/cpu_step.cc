@@ -24,35 +24,19 @@ constexpr size_t kFusedSeqsPerThread = 4;
 // The calling thread's tile for fused sequences; only grows.
 thread_local std::vector<float> tls_fused_tile;
 
-codec::Dtype ToCodec(Dtype d) { return static_cast<codec::Dtype>(d); }
-
-// Where one sequence's keys come from. Tile row r holds position base + r:
-// rows [0, n_hist) from the ring (or zeros), rows [n_hist, n_hist + seqlen_q)
-// are the step's new tokens cast back through the format.
-struct SeqTile {
-  int32_t base = 0;
-  int32_t n_hist = 0;
-  int32_t n_keys = 0;
-  size_t k_offset = 0;  // floats into scratch.tiles
-  size_t v_offset = 0;
-};
-
 class StepRunner {
  public:
-  StepRunner(const StepWork& w, ThreadPool* pool, StepScratch& s)
-      : w_(w), pool_(pool), s_(s),
-        d_(w.head_dim), hkv_(w.kv_heads), token_floats_(size_t(w.kv_heads) * w.head_dim) {}
+  StepRunner(const StepWork& w, const CpuPreparedPlan& prep, ThreadPool* pool, StepScratch& s)
+      : w_(w), l_(w.layer), p_(w.plan), t_(*w.tensors), prep_(prep), pool_(pool), s_(s),
+        d_(l_.head_dim), hkv_(l_.kv_heads), token_floats_(size_t(l_.kv_heads) * l_.head_dim) {}
 
   absl::Status Run(StepResult* result) {
-    if (w_.n_tokens == 0) return absl::OkStatus();
+    if (p_.n_tokens == 0) return absl::OkStatus();
     EncodeNewTokens();
     PrepareQueries();
-    s_.key_begin.resize(size_t(w_.n_tokens));
-    s_.key_end.resize(size_t(w_.n_tokens));
-    if (w_.staged) IndexSegments();
     ChooseFused();
-    if (!fused_list_.empty()) AttendFused();
-    for (uint32_t first = 0; first < w_.n_seqs;) {
+    if (!s_.fused_list.empty()) AttendFused();
+    for (uint32_t first = 0; first < p_.n_seqs;) {
       const uint32_t end = NextBatchEnd(first);
       AttendBatch(first, end);
       first = end;
@@ -75,82 +59,71 @@ class StepRunner {
 
   // New K (then V) vectors of every token, encoded once in the layer's format.
   void EncodeNewTokens() {
-    const size_t bpt = w_.bytes_per_token;
-    s_.staged.resize(size_t(w_.n_tokens) * bpt);
-    const size_t elem = w_.kv_dtype == Dtype::kFp32 ? 4 : 2;
-    ParallelFor(size_t(w_.n_tokens), [&](size_t b, size_t e) {
+    const size_t bpt = l_.ring.bytes_per_token;
+    s_.staged.resize(size_t(p_.n_tokens) * bpt);
+    const size_t elem = t_.kv_dtype == Dtype::kFp32 ? 4 : 2;
+    ParallelFor(size_t(p_.n_tokens), [&](size_t b, size_t e) {
       uint64_t bad = 0;
       for (size_t t = b; t < e; ++t) {
         uint8_t* dst = s_.staged.data() + t * bpt;
         const size_t src_off = t * token_floats_ * elem;
         bad += codec::EncodeRows(
-            w_.format, w_.scale_mode, d_, hkv_,
-            {static_cast<const uint8_t*>(w_.k_new) + src_off, ToCodec(w_.kv_dtype), size_t(d_)},
-            {.base = dst, .stride = w_.vec_bytes});
-        if (!w_.shared_kv)
+            l_.format, l_.scale_mode, d_, hkv_,
+            {static_cast<const uint8_t*>(t_.k_new) + src_off, t_.kv_dtype, size_t(d_)},
+            {.base = dst, .stride = l_.vec_bytes});
+        if (!l_.shared_kv)
           bad += codec::EncodeRows(
-              w_.format, w_.scale_mode, d_, hkv_,
-              {static_cast<const uint8_t*>(w_.v_new) + src_off, ToCodec(w_.kv_dtype), size_t(d_)},
-              {.base = dst + size_t(hkv_) * w_.vec_bytes, .stride = w_.vec_bytes});
+              l_.format, l_.scale_mode, d_, hkv_,
+              {static_cast<const uint8_t*>(t_.v_new) + src_off, t_.kv_dtype, size_t(d_)},
+              {.base = dst + size_t(hkv_) * l_.vec_bytes, .stride = l_.vec_bytes});
       }
       nonfinite_ += bad;
     });
   }
 
   void PrepareQueries() {
-    const size_t n = size_t(w_.n_tokens) * w_.q_heads;
-    if (w_.q_dtype == Dtype::kBf16) {
+    const size_t n = size_t(p_.n_tokens) * l_.q_heads;
+    if (t_.q_dtype == Dtype::kBf16) {
       s_.q32.resize(n * d_);
       codec::DecodeRows(Format::kBf16, d_, n,
-                        {.base = static_cast<const uint8_t*>(w_.q), .stride = size_t(2) * d_},
-                        {s_.q32.data(), codec::Dtype::kFp32, size_t(d_)});
+                        {.base = static_cast<const uint8_t*>(t_.q), .stride = size_t(2) * d_},
+                        {s_.q32.data(), Dtype::kFp32, size_t(d_)});
       q32_ = s_.q32.data();
     } else {
-      q32_ = static_cast<const float*>(w_.q);
+      q32_ = static_cast<const float*>(t_.q);
     }
-    if (w_.out_dtype == Dtype::kBf16) {
+    if (t_.out_dtype == Dtype::kBf16) {
       s_.out32.resize(n * d_);
       out32_ = s_.out32.data();
     } else {
-      out32_ = static_cast<float*>(w_.out);
+      out32_ = static_cast<float*>(t_.out);
     }
   }
 
-  SeqTile TileOf(uint32_t i) const {
-    const StepSeq& s = w_.seqs[i];
-    SeqTile t;
-    if (w_.staged) {
-      t.base = s.q_start - w_.window;
-      t.n_hist = w_.window;
-    } else if (s.seqlen_q > 0) {
-      const int32_t len0 = w_.offset_len[2 * s.token_offset + 1];
-      t.base = s.q_start - len0 + 1;  // oldest key of the first new token
-      t.n_hist = s.q_start - t.base;
-    }
-    t.n_keys = t.n_hist + s.seqlen_q;
-    return t;
-  }
+  SeqTile TileOf(uint32_t i) const { return prep_.tiles[i]; }
 
   size_t TileFloats(uint32_t i) const {
-    return size_t(TileOf(i).n_keys) * token_floats_ * (w_.shared_kv ? 1 : 2);
+    return size_t(TileOf(i).n_keys) * token_floats_ * (l_.shared_kv ? 1 : 2);
   }
 
   // Which sequences take the fused path (all of the small ones, or none).
   void ChooseFused() {
-    fused_.assign(w_.n_seqs, 0);
-    fused_list_.clear();
-    for (uint32_t i = 0; i < w_.n_seqs; ++i)
-      if (w_.seqs[i].seqlen_q > 0 && TileFloats(i) <= kFusedTileFloats) fused_list_.push_back(i);
+    std::vector<uint8_t>& fused = s_.fused;
+    std::vector<uint32_t>& fused_list = s_.fused_list;
+    fused.assign(p_.n_seqs, 0);
+    fused_list.clear();
+    for (uint32_t i = 0; i < p_.n_seqs; ++i)
+      if (p_.seqs[i].seqlen_q > 0 && TileFloats(i) <= kFusedTileFloats) s_.fused_list.push_back(i);
     const size_t threads = pool_ != nullptr ? pool_->num_threads() : 1;
-    if (threads > 1 && fused_list_.size() < kFusedSeqsPerThread * threads) fused_list_.clear();
-    for (uint32_t i : fused_list_) fused_[i] = 1;
+    if (threads > 1 && s_.fused_list.size() < kFusedSeqsPerThread * threads) s_.fused_list.clear();
+    for (uint32_t i : s_.fused_list) s_.fused[i] = 1;
   }
 
   uint32_t NextBatchEnd(uint32_t first) const {
     size_t floats = 0;
     uint32_t i = first;
-    for (; i < w_.n_seqs; ++i) {
-      const size_t need = fused_[i] ? 0 : TileFloats(i);
+    for (; i < p_.n_seqs; ++i) {
+      const size_t need = s_.fused[i] ? 0 : TileFloats(i);
       if (i > first && floats + need > kMaxBatchTileFloats) break;
       floats += need;
     }
@@ -165,13 +138,13 @@ class StepRunner {
                  float* v_row) const {
     if (n <= 0) return;
     for (uint32_t g = 0; g < hkv_; ++g) {
-      codec::DecodeRows(w_.format, d_, size_t(n),
-                        {.base = first + size_t(g) * w_.vec_bytes, .stride = row_stride},
-                        {k_row + size_t(g) * d_, codec::Dtype::kFp32, token_floats_});
-      if (!w_.shared_kv)
-        codec::DecodeRows(w_.format, d_, size_t(n),
-                          {.base = first + size_t(hkv_ + g) * w_.vec_bytes, .stride = row_stride},
-                          {v_row + size_t(g) * d_, codec::Dtype::kFp32, token_floats_});
+      codec::DecodeRows(l_.format, d_, size_t(n),
+                        {.base = first + size_t(g) * l_.vec_bytes, .stride = row_stride},
+                        {k_row + size_t(g) * d_, Dtype::kFp32, token_floats_});
+      if (!l_.shared_kv)
+        codec::DecodeRows(l_.format, d_, size_t(n),
+                          {.base = first + size_t(hkv_ + g) * l_.vec_bytes, .stride = row_stride},
+                          {v_row + size_t(g) * d_, Dtype::kFp32, token_floats_});
     }
   }
 
@@ -179,9 +152,9 @@ class StepRunner {
   // per stretch of rows contiguous in memory (a run ends at a slot's end).
   void DecodeRingRows(int64_t src_row, int32_t n, int32_t r, float* k, float* v) const {
     while (n > 0) {
-      const int32_t in_ring = int32_t(src_row % w_.ring_len);
-      const int32_t run = std::min(n, w_.ring_len - in_ring);
-      DecodeRun(w_.RowAddress(src_row), w_.bytes_per_token, run, k + size_t(r) * token_floats_,
+      const int32_t in_ring = int32_t(src_row % l_.ring.ring_len);
+      const int32_t run = std::min(n, l_.ring.ring_len - in_ring);
+      DecodeRun(l_.ring.Row(src_row), l_.ring.bytes_per_token, run, k + size_t(r) * token_floats_,
                 v + size_t(r) * token_floats_);
       src_row += run;
       r += run;
@@ -189,77 +162,59 @@ class StepRunner {
     }
   }
 
-  // Fills sequence i's tile (K at k, V at v; equal for shared K/V) and its
-  // tokens' key ranges.
+  // Fills sequence i's tile (K at k, V at v; equal for shared K/V).
   void BuildTile(uint32_t i, const SeqTile& t, float* k, float* v) {
-    const StepSeq& s = w_.seqs[i];
+    const PlannedSeq& s = p_.seqs[i];
     auto k_row = [&](int32_t r) { return k + size_t(r) * token_floats_; };
     auto v_row = [&](int32_t r) { return v + size_t(r) * token_floats_; };
-    if (w_.staged) {
+    if (p_.staged) {
       // Section 1 from the load plan: rows i*W ... i*W + W - 1.
-      for (size_t g = seg_cursor_[i]; g < w_.n_load_segments; ++g) {
-        const RowSegment& seg = w_.load_segments[g];
-        if (seg.dst_row >= int32_t(i + 1) * w_.window) break;
-        const int32_t r = seg.dst_row - int32_t(i) * w_.window;
+      for (size_t g = prep_.first_segment[i]; g < p_.n_load_segments; ++g) {
+        const RowSegment& seg = p_.load_segments[g];
+        if (seg.dst_row >= int32_t(i + 1) * l_.window) break;
+        const int32_t r = seg.dst_row - int32_t(i) * l_.window;
         if (seg.src_row < 0) {
           const size_t bytes = size_t(seg.count) * token_floats_ * sizeof(float);
           std::memset(k_row(r), 0, bytes);
-          if (!w_.shared_kv) std::memset(v_row(r), 0, bytes);
+          if (!l_.shared_kv) std::memset(v_row(r), 0, bytes);
         } else {
           DecodeRingRows(seg.src_row, seg.count, r, k, v);
         }
       }
     } else {
       // Positions base ... q_start - 1: at most two runs of the slot's ring.
-      const int64_t slot_base = int64_t(s.slot) * w_.ring_len;
-      const int32_t first = t.n_hist > 0 ? t.base % w_.ring_len : 0;
-      const int32_t run = std::min(t.n_hist, w_.ring_len - first);
+      const int64_t slot_base = int64_t(s.slot) * l_.ring.ring_len;
+      const int32_t first = t.n_hist > 0 ? t.base % l_.ring.ring_len : 0;
+      const int32_t run = std::min(t.n_hist, l_.ring.ring_len - first);
       DecodeRingRows(slot_base + first, run, 0, k, v);
       DecodeRingRows(slot_base, t.n_hist - run, run, k, v);
     }
     // The new tokens, cast back through the format (SPEC section 4).
-    DecodeRun(s_.staged.data() + size_t(s.token_offset) * w_.bytes_per_token, w_.bytes_per_token,
+    DecodeRun(s_.staged.data() + size_t(s.token_offset) * l_.ring.bytes_per_token, l_.ring.bytes_per_token,
               s.seqlen_q, k_row(t.n_hist), v_row(t.n_hist));
-    // Each token's visible rows of the tile.
-    int32_t* begin = s_.key_begin.data() + s.token_offset;
-    int32_t* end = s_.key_end.data() + s.token_offset;
-    for (int32_t j = 0; j < s.seqlen_q; ++j) {
-      const int32_t t_index = s.token_offset + j;
-      const int32_t p = s.q_start + j;
-      int32_t lo;
-      if (w_.staged) {
-        const int32_t* pv = w_.pivots + 4 * size_t(t_index);
-        const int32_t sec2_first = int32_t(w_.n_seqs) * w_.window + s.token_offset;
-        lo = pv[1] > 0 ? t.base + (pv[0] - int32_t(i) * w_.window) : s.q_start + (pv[2] - sec2_first);
-      } else {
-        lo = p - w_.offset_len[2 * size_t(t_index) + 1] + 1;
-      }
-      begin[j] = lo - t.base;
-      end[j] = p - t.base + 1;
-    }
   }
 
   AttentionShape Shape() const {
     AttentionShape shape;
-    shape.q_heads = w_.q_heads;
-    shape.kv_heads = w_.kv_heads;
+    shape.q_heads = l_.q_heads;
+    shape.kv_heads = l_.kv_heads;
     shape.head_dim = d_;
     shape.scale = w_.scale;
-    shape.sinks = w_.sinks;
+    shape.sinks = t_.sinks;
     return shape;
   }
 
   SeqProblem ProblemOf(uint32_t i, const SeqTile& t, const float* k, const float* v) const {
-    const StepSeq& s = w_.seqs[i];
-    const size_t q_off = size_t(s.token_offset) * w_.q_heads * d_;
+    const PlannedSeq& s = p_.seqs[i];
+    const size_t q_off = size_t(s.token_offset) * l_.q_heads * d_;
     SeqProblem p;
     p.n_tokens = s.seqlen_q;
     p.q = q32_ + q_off;
     p.n_keys = t.n_keys;
     p.k = k;
     p.v = v;
-    p.key_begin = s_.key_begin.data() + s.token_offset;
-    p.key_end = s_.key_end.data() + s.token_offset;
+    p.key_begin = prep_.key_begin.data() + s.token_offset;
+    p.key_end = prep_.key_end.data() + s.token_offset;
     p.out = out32_ + q_off;
     return p;
   }
@@ -270,15 +225,15 @@ class StepRunner {
   // reading them back in a second pass.
   void AttendFused() {
     const AttentionShape shape = Shape();
-    ParallelFor(fused_list_.size(), [&](size_t b, size_t e) {
+    ParallelFor(s_.fused_list.size(), [&](size_t b, size_t e) {
       std::vector<float>& buf = tls_fused_tile;
       for (size_t n = b; n < e; ++n) {
-        const uint32_t i = fused_list_[n];
+        const uint32_t i = s_.fused_list[n];
         const SeqTile t = TileOf(i);
         const size_t kv_floats = size_t(t.n_keys) * token_floats_;
         if (buf.size() < kFusedTileFloats) buf.resize(kFusedTileFloats);
         float* k = buf.data();
-        float* v = w_.shared_kv ? k : k + kv_floats;
+        float* v = l_.shared_kv ? k : k + kv_floats;
         BuildTile(i, t, k, v);
         const SeqProblem p = ProblemOf(i, t, k, v);
         Attend(shape, &p, 1, nullptr);
@@ -287,16 +242,16 @@ class StepRunner {
   }
 
   void AttendBatch(uint32_t first, uint32_t end) {
-    std::vector<SeqTile>& tiles = tile_list_;
+    std::vector<SeqTile>& tiles = s_.batch_tiles;
     tiles.clear();
     size_t floats = 0;
     for (uint32_t i = first; i < end; ++i) {
       SeqTile t = TileOf(i);
-      if (fused_[i]) t.n_keys = 0;  // attended by AttendFused
+      if (s_.fused[i]) t.n_keys = 0;  // attended by AttendFused
       t.k_offset = floats;
       floats += size_t(t.n_keys) * token_floats_;
       t.v_offset = t.k_offset;
-      if (!w_.shared_kv) {
+      if (!l_.shared_kv) {
         t.v_offset = floats;
         floats += size_t(t.n_keys) * token_floats_;
       }
@@ -306,54 +261,49 @@ class StepRunner {
     ParallelFor(end - first, [&](size_t b, size_t e) {
       for (size_t k = b; k < e; ++k) {
         const uint32_t i = first + uint32_t(k);
-        if (fused_[i]) continue;
+        if (s_.fused[i]) continue;
         BuildTile(i, tiles[k], s_.tiles.data() + tiles[k].k_offset,
                   s_.tiles.data() + tiles[k].v_offset);
       }
     });
 
-    problems_.clear();
+    s_.problems.clear();
     for (uint32_t i = first; i < end; ++i) {
       const SeqTile& t = tiles[i - first];
-      if (w_.seqs[i].seqlen_q == 0 || fused_[i]) continue;
-      problems_.push_back(
+      if (p_.seqs[i].seqlen_q == 0 || s_.fused[i]) continue;
+      s_.problems.push_back(
           ProblemOf(i, t, s_.tiles.data() + t.k_offset, s_.tiles.data() + t.v_offset));
     }
-    if (problems_.empty()) return;
+    if (s_.problems.empty()) return;
     const AttentionShape shape = Shape();
-    Attend(shape, problems_.data(), int(problems_.size()), pool_);
-  }
-
-  // First load segment of each sequence (segments are in sequence order).
-  void IndexSegments() {
-    seg_cursor_.assign(w_.n_seqs, w_.n_load_segments);
-    for (size_t g = w_.n_load_segments; g-- > 0;) {
-      const uint32_t i = uint32_t(w_.load_segments[g].dst_row / w_.window);
-      if (i < w_.n_seqs) seg_cursor_[i] = g;
-    }
+    Attend(shape, s_.problems.data(), int(s_.problems.size()), pool_);
   }
 
   // After every read of the ring: the new tokens' bytes go to their rows.
   void StoreNewTokens() {
-    ParallelFor(size_t(w_.n_tokens), [&](size_t b, size_t e) {
+    ParallelFor(size_t(p_.n_tokens), [&](size_t b, size_t e) {
       for (size_t t = b; t < e; ++t) {
-        const int32_t row = w_.store_rows[t];
+        const int32_t row = p_.store_rows[t];
         if (row < 0) continue;
-        std::memcpy(w_.RowAddress(row), s_.staged.data() + t * w_.bytes_per_token,
-                    w_.bytes_per_token);
+        std::memcpy(l_.ring.Row(row), s_.staged.data() + t * l_.ring.bytes_per_token,
+                    l_.ring.bytes_per_token);
       }
     });
   }
 
   void FinishOutputs() {
-    if (w_.out_dtype != Dtype::kBf16) return;
-    const size_t n = size_t(w_.n_tokens) * w_.q_heads;
+    if (t_.out_dtype != Dtype::kBf16) return;
+    const size_t n = size_t(p_.n_tokens) * l_.q_heads;
     codec::EncodeRows(Format::kBf16, ScaleMode::kCeil, d_, n,
-                      {out32_, codec::Dtype::kFp32, size_t(d_)},
-                      {.base = static_cast<uint8_t*>(w_.out), .stride = size_t(2) * d_});
+                      {out32_, Dtype::kFp32, size_t(d_)},
+                      {.base = static_cast<uint8_t*>(t_.out), .stride = size_t(2) * d_});
   }
 
   const StepWork& w_;
+  const StepLayer& l_;
+  const PlanView& p_;
+  const StepTensors& t_;
+  const CpuPreparedPlan& prep_;
   ThreadPool* pool_;
   StepScratch& s_;
   const uint32_t d_;
@@ -362,18 +312,56 @@ class StepRunner {
   const float* q32_ = nullptr;
   float* out32_ = nullptr;
   std::atomic<uint64_t> nonfinite_{0};
-  std::vector<SeqTile> tile_list_;
-  std::vector<SeqProblem> problems_;
-  std::vector<size_t> seg_cursor_;
-  std::vector<uint8_t> fused_;           // per sequence: attended by AttendFused
-  std::vector<uint32_t> fused_list_;
 };
 
 }  // namespace
 
-absl::Status RunCpuStep(const StepWork& work, ThreadPool* pool, StepScratch& scratch,
-                        StepResult* result) {
-  StepRunner runner(work, pool, scratch);
+void PrepareCpuPlan(const PlanView& plan, CpuPreparedPlan* out) {
+  const int32_t w = plan.window;
+  out->tiles.resize(plan.n_seqs);
+  out->key_begin.resize(size_t(plan.n_tokens));
+  out->key_end.resize(size_t(plan.n_tokens));
+  out->first_segment.assign(plan.staged ? plan.n_seqs : 0, plan.n_load_segments);
+  for (uint32_t i = 0; i < plan.n_seqs; ++i) {
+    const PlannedSeq& s = plan.seqs[i];
+    SeqTile& t = out->tiles[i];
+    t = SeqTile{};
+    if (plan.staged) {
+      t.base = s.q_start - w;
+      t.n_hist = w;
+    } else if (s.seqlen_q > 0) {
+      t.base = s.q_start - plan.offset_len[2 * size_t(s.token_offset) + 1] + 1;  // oldest key
+      t.n_hist = s.q_start - t.base;
+    }
+    t.n_keys = t.n_hist + s.seqlen_q;
+    // Each token's visible rows of the tile: from its lowest visible position
+    // (read back from the pivots or offset_len) up to itself.
+    const int32_t sec2_first = int32_t(plan.n_seqs) * w + s.token_offset;
+    for (int32_t j = 0; j < s.seqlen_q; ++j) {
+      const size_t ti = size_t(s.token_offset) + size_t(j);
+      const int32_t p = s.q_start + j;
+      int32_t lo;
+      if (plan.staged) {
+        const int32_t* pv = plan.pivots + 4 * ti;
+        lo = pv[1] > 0 ? t.base + (pv[0] - int32_t(i) * w) : s.q_start + (pv[2] - sec2_first);
+      } else {
+        lo = p - plan.offset_len[2 * ti + 1] + 1;
+      }
+      out->key_begin[ti] = lo - t.base;
+      out->key_end[ti] = p - t.base + 1;
+    }
+  }
+  // Segments come in sequence order: the first one of each sequence.
+  for (size_t g = plan.staged ? plan.n_load_segments : 0; g-- > 0;) {
+    const uint32_t i = uint32_t(plan.load_segments[g].dst_row / w);
+    if (i < plan.n_seqs) out->first_segment[i] = g;
+  }
+  out->stamp = plan.stamp;
+}
+
+absl::Status RunCpuStep(const StepWork& work, const CpuPreparedPlan& prepared, ThreadPool* pool,
+                        StepScratch& scratch, StepResult* result) {
+  StepRunner runner(work, prepared, pool, scratch);
   return runner.Run(result);
 }
 

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_status.h"
+#include "kernels/attention/attention.h"
 
 namespace swa {
 namespace cuda {
@@ -115,15 +116,24 @@ absl::Status CudaBackend::FreeScratch(uint8_t* ptr, cudaStream_t stream) {
   return CudaStatus(cudaFreeAsync(ptr, stream), "cudaFreeAsync");
 }
 
-}  // namespace cuda
+absl::Status CudaBackend::Supports(const LayerSpec& layer) const {
+  if (!kernels::AttentionHeadDimSupported(static_cast<int>(layer.head_dim)))
+    return absl::UnimplementedError(absl::StrFormat(
+        "head_dim = %u is not supported by the CUDA attention kernels (64, 128, 256, 512)",
+        layer.head_dim));
+  if (layer.kv_heads > 65535)
+    return absl::UnimplementedError(
+        absl::StrFormat("kv_heads = %u exceeds the CUDA grid limit 65535", layer.kv_heads));
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device) {
-  auto b = std::make_unique<cuda::CudaBackend>(device);
+  auto b = std::make_unique<CudaBackend>(device);
   SWA_RETURN_IF_ERROR(b->Init());
   return std::unique_ptr<Backend>(std::move(b));
 }
 
-bool CudaDeviceAvailable() {
+bool DeviceAvailable() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();  // clear the sticky "no device" error of this thread
@@ -132,4 +142,5 @@ bool CudaDeviceAvailable() {
   return count > 0;
 }
 
+}  // namespace cuda
 }  // namespace swa

@@ -1,5 +1,5 @@
 // The CUDA backend's entry points for code that is compiled without CUDA
-// headers (cache/, capi/). Only present in builds with SWACACHE_HAVE_CUDA.
+// headers (the backend factory, benchmarks). Only present in builds with SWACACHE_HAVE_CUDA.
 #pragma once
 
 #include <memory>
@@ -7,13 +7,13 @@
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
 
-namespace swa {
+namespace swa::cuda {
 
 // A backend on CUDA device `device` (checked: it must exist). All work of a
-// step is enqueued on the caller's stream (StepWork::stream).
+// step is enqueued on the caller's stream (StepTensors::stream).
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device);
 
 // True when the CUDA runtime reports at least one device (for SWA_BACKEND_AUTO).
-bool CudaDeviceAvailable();
+bool DeviceAvailable();
 
-}  // namespace swa
+}  // namespace swa::cuda

@@ -14,6 +14,7 @@ namespace swa::cuda {
 
 class CublasLtContext;  // cuda_project.cc
 void DestroyBlas(CublasLtContext* blas);
+struct CudaPreparedPlan;  // cuda_step.cc
 
 class CudaBackend final : public Backend {
  public:
@@ -34,8 +35,10 @@ class CudaBackend final : public Backend {
   absl::Status CopyFromHost(void* dst, const void* host_src, size_t bytes) override;
   absl::Status Memset(void* dst, int value, size_t bytes) override;
 
-  // Enqueues the step on work.stream; returns without waiting for the device.
-  absl::Status RunStep(const StepWork& work, StepResult* result) override;
+  absl::Status Supports(const LayerSpec& layer) const override;
+  absl::Status Prepare(const PlanView& plan, std::unique_ptr<PreparedPlan>* prepared) override;
+  // Enqueues the step on the tensors' stream; returns without waiting for the device.
+  absl::Status RunStep(const StepWork& work, PreparedPlan& prepared, StepResult* result) override;
   absl::Status Project(const ProjectWork& work) override;
 
   // Stream-ordered scratch from the backend's own memory pool.
@@ -43,20 +46,17 @@ class CudaBackend final : public Backend {
   absl::Status FreeScratch(uint8_t* ptr, cudaStream_t stream);
 
  private:
-  absl::Status RunStepLocked(const StepWork& work, StepResult* result);
-  // The kernel chain of RunStepLocked over the uploaded plan blob `dev`
-  // (byte offsets of its arrays given).
-  absl::Status LaunchStepKernels(const StepWork& w, cudaStream_t stream, bool use_mma,
-                                 int32_t max_q, size_t n_tiles, const uint8_t* dev,
-                                 size_t off_seqs, size_t off_per_token, size_t off_store_rows,
-                                 size_t off_segments, size_t off_tiles, StepResult* result);
+  absl::Status RunStepLocked(const StepWork& work, CudaPreparedPlan& prepared, StepResult* result);
+  // The kernel chain of a step over the uploaded image `dev` of `prepared`.
+  absl::Status LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& prepared,
+                                 const uint8_t* dev, cudaStream_t stream, bool use_mma,
+                                 StepResult* result);
 
   const int device_;
   cudaMemPool_t pool_ = nullptr;
   absl::Mutex mu_;  // one step / projection at a time: the scratch below is shared
   PlanUploader uploader_;
   NonfiniteCounters nonfinite_;
-  std::vector<uint8_t> blob_;  // host image of the plan arrays
   CublasLtContext* blas_ = nullptr;
 };
 

@@ -1,11 +1,14 @@
-// CudaBackend::RunStep: one layer of a planned step as a chain of kernels on
-// the caller's stream (SPEC sections 5 and 6, docs/cuda_backend.md).
+// CudaBackend::Prepare and RunStep: one layer of a planned step as a chain of
+// kernels on the caller's stream (docs/semantics.md, "A step";
+// docs/cuda_backend.md).
 //   ring-only: encode new K/V into their ring rows -> decode attention (ring)
 //   staged:    encode into section 2 -> load section 1 -> prefill attention
 //              -> store section 2 into the ring
-// The plan's host arrays go up in one upload (skipped when unchanged, as for
-// every layer after the first of a step); nothing waits for the device.
+// Prepare() packs the plan's arrays into one host image once per build; each
+// layer uploads it only when the last upload was another image (keyed), and
+// adds the attention work list for its head shape; nothing waits for the device.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -16,28 +19,12 @@
 namespace swa::cuda {
 namespace {
 
-static_assert(sizeof(StepSeq) == sizeof(kernels::AttnSeq));
-static_assert(sizeof(RowSegment) == sizeof(kernels::LoadSegment));
-
-// Byte offsets of the plan arrays inside the uploaded blob.
-struct BlobLayout {
-  size_t seqs = 0, per_token = 0, store_rows = 0, segments = 0, tiles = 0, bytes = 0;
-};
-
 size_t Align16(size_t x) { return (x + 15) & ~size_t{15}; }
 
-absl::Status CheckSupported(const StepWork& w) {
-  if (!kernels::AttentionHeadDimSupported(w.head_dim))
-    return absl::UnimplementedError(absl::StrFormat(
-        "head_dim = %d is not supported by the CUDA attention kernels (64, 128, 256, 512)",
-        w.head_dim));
-  if (w.q_heads % w.kv_heads != 0)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "q_heads = %d is not a multiple of kv_heads = %d", w.q_heads, w.kv_heads));
-  if (w.kv_heads > 65535)
-    return absl::UnimplementedError(
-        absl::StrFormat("kv_heads = %d exceeds the CUDA grid limit 65535", w.kv_heads));
-  return absl::OkStatus();
+// Keys of uploaded images: unique in the process, never 0.
+uint64_t NextImageKey() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 // swa_step is not capturable: it uploads the plan from a pinned buffer that a
@@ -57,157 +44,197 @@ absl::Status CheckNotCapturing(cudaStream_t stream) {
 
 }  // namespace
 
-absl::Status CudaBackend::RunStep(const StepWork& work, StepResult* result) {
+// The host image of a build's arrays: seqs | per-token (offset_len or pivots)
+// | store rows | load segments | attention tiles (for one head shape).
+struct CudaPreparedPlan final : PreparedPlan {
+  std::vector<uint8_t> image;
+  size_t off_per_token = 0, off_store_rows = 0, off_segments = 0, off_tiles = 0;
+  int32_t max_seqlen_q = 0;
+  // The work list at the image's tail: (sequence, row tile) pairs for query
+  // rows grouped by `group` per token and `tile_rows` per CTA.
+  int group = -1;
+  int tile_rows = -1;
+  size_t n_tiles = 0;
+  uint64_t key = 0;  // names the image's current content
+};
+
+absl::Status CudaBackend::Prepare(const PlanView& plan, std::unique_ptr<PreparedPlan>* prepared) {
+  auto* cp = dynamic_cast<CudaPreparedPlan*>(prepared->get());
+  if (cp == nullptr) {
+    auto fresh = std::make_unique<CudaPreparedPlan>();
+    cp = fresh.get();
+    *prepared = std::move(fresh);
+  }
+  const size_t T = static_cast<size_t>(plan.n_tokens);
+  const size_t per_token = T * (plan.staged ? 4 : 2) * sizeof(int32_t);
+  const size_t segments = plan.staged ? plan.n_load_segments * sizeof(RowSegment) : 0;
+  cp->off_per_token = Align16(plan.n_seqs * sizeof(PlannedSeq));
+  cp->off_store_rows = Align16(cp->off_per_token + per_token);
+  cp->off_segments = Align16(cp->off_store_rows + T * sizeof(int32_t));
+  cp->off_tiles = Align16(cp->off_segments + segments);
+  cp->image.assign(cp->off_tiles, 0);
+  uint8_t* img = cp->image.data();
+  if (plan.n_seqs > 0) std::memcpy(img, plan.seqs, plan.n_seqs * sizeof(PlannedSeq));
+  if (T > 0) {
+    std::memcpy(img + cp->off_per_token, plan.staged ? plan.pivots : plan.offset_len, per_token);
+    std::memcpy(img + cp->off_store_rows, plan.store_rows, T * sizeof(int32_t));
+  }
+  if (segments > 0) std::memcpy(img + cp->off_segments, plan.load_segments, segments);
+  cp->max_seqlen_q = plan.max_seqlen_q;
+  cp->group = cp->tile_rows = -1;  // no work list yet
+  cp->n_tiles = 0;
+  cp->key = NextImageKey();
+  cp->stamp = plan.stamp;
+  return absl::OkStatus();
+}
+
+// Appends the work list for a head shape unless the image already ends with it.
+static absl::Status EnsureTiles(const PlanView& plan, int group, int tile_rows,
+                                CudaPreparedPlan* cp) {
+  if (cp->group == group && cp->tile_rows == tile_rows) return absl::OkStatus();
+  std::vector<uint8_t>& img = cp->image;
+  img.resize(cp->off_tiles);
+  size_t n_tiles = 0;
+  for (uint32_t i = 0; i < plan.n_seqs; ++i) {
+    const int64_t rows = int64_t(plan.seqs[i].seqlen_q) * group;
+    for (int64_t t = 0; t * tile_rows < rows; ++t) {
+      const int32_t pair[2] = {int32_t(i), int32_t(t)};
+      const size_t at = img.size();
+      img.resize(at + sizeof pair);
+      std::memcpy(img.data() + at, pair, sizeof pair);
+      if (++n_tiles > 0x7fffffff)
+        return absl::UnimplementedError("the step has more than 2^31 attention tiles");
+    }
+  }
+  img.resize(Align16(img.size()));
+  cp->group = group;
+  cp->tile_rows = tile_rows;
+  cp->n_tiles = n_tiles;
+  cp->key = NextImageKey();
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::RunStep(const StepWork& work, PreparedPlan& prepared,
+                                  StepResult* result) {
+  auto* cp = dynamic_cast<CudaPreparedPlan*>(&prepared);
+  if (cp == nullptr || cp->stamp != work.plan.stamp)
+    return absl::InternalError("the CUDA step was handed a plan prepared for another build");
   absl::MutexLock lock(&mu_);
   DeviceGuard guard(device_);
   SWA_RETURN_IF_ERROR(guard.status());
-  return RunStepLocked(work, result);
+  return RunStepLocked(work, *cp, result);
 }
 
-absl::Status CudaBackend::RunStepLocked(const StepWork& w, StepResult* result) {
-  if (w.n_tokens == 0) return absl::OkStatus();
-  SWA_RETURN_IF_ERROR(CheckSupported(w));
-  cudaStream_t stream = static_cast<cudaStream_t>(w.stream);
+absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
+                                        StepResult* result) {
+  if (w.plan.n_tokens == 0) return absl::OkStatus();
+  cudaStream_t stream = static_cast<cudaStream_t>(w.tensors->stream);
   SWA_RETURN_IF_ERROR(CheckNotCapturing(stream));
-  const bool use_mma = w.out_dtype == Dtype::kBf16 && w.format != Format::kFp32;
-  const int tile_rows = kernels::AttentionTileRows(use_mma);
-  const int group = w.q_heads / w.kv_heads;
-
-  // ---- The plan's arrays, packed into one blob --------------------------------
-  const size_t T = static_cast<size_t>(w.n_tokens);
-  std::vector<int32_t> tiles;  // (seq, tile) pairs of the attention grid
-  int32_t max_q = 0;
-  for (uint32_t i = 0; i < w.n_seqs; ++i) {
-    const int64_t rows = int64_t(w.seqs[i].seqlen_q) * group;
-    for (int64_t t = 0; t * tile_rows < rows; ++t) {
-      tiles.push_back(int32_t(i));
-      tiles.push_back(int32_t(t));
-    }
-    max_q = std::max(max_q, w.seqs[i].seqlen_q);
-  }
-  if (tiles.size() / 2 > 0x7fffffff)
-    return absl::UnimplementedError("the step has more than 2^31 attention tiles");
-  BlobLayout b;
-  b.seqs = 0;
-  b.per_token = Align16(w.n_seqs * sizeof(StepSeq));
-  b.store_rows = Align16(b.per_token + T * (w.staged ? 4 : 2) * sizeof(int32_t));
-  b.segments = Align16(b.store_rows + T * sizeof(int32_t));
-  b.tiles = Align16(b.segments + (w.staged ? w.n_load_segments * sizeof(RowSegment) : 0));
-  b.bytes = Align16(b.tiles + tiles.size() * sizeof(int32_t));
-  blob_.assign(b.bytes, 0);
-  std::memcpy(blob_.data() + b.seqs, w.seqs, w.n_seqs * sizeof(StepSeq));
-  std::memcpy(blob_.data() + b.per_token, w.staged ? w.pivots : w.offset_len,
-              T * (w.staged ? 4 : 2) * sizeof(int32_t));
-  std::memcpy(blob_.data() + b.store_rows, w.store_rows, T * sizeof(int32_t));
-  if (w.staged && w.n_load_segments > 0)
-    std::memcpy(blob_.data() + b.segments, w.load_segments,
-                w.n_load_segments * sizeof(RowSegment));
-  std::memcpy(blob_.data() + b.tiles, tiles.data(), tiles.size() * sizeof(int32_t));
-  SWA_ASSIGN_OR_RETURN(const uint8_t* dev, uploader_.Upload(blob_.data(), b.bytes, stream));
+  const bool use_mma = w.tensors->out_dtype == Dtype::kBf16 && w.layer.format != Format::kFp32;
+  // The work list is the one part that depends on the layer's head shape.
+  SWA_RETURN_IF_ERROR(EnsureTiles(w.plan, w.layer.q_heads / w.layer.kv_heads,
+                                  kernels::AttentionTileRows(use_mma), &cp));
+  SWA_ASSIGN_OR_RETURN(const uint8_t* dev,
+                       uploader_.Upload(cp.key, cp.image.data(), cp.image.size(), stream));
   // From here on kernels that read `dev` may be enqueued, so the upload's
   // event must be re-recorded after them on every exit, failures included;
   // otherwise a later Upload could rewrite this device buffer (from another
   // stream) while those kernels still read it.
-  const absl::Status launched = LaunchStepKernels(w, stream, use_mma, max_q, tiles.size() / 2,
-                                                  dev, b.seqs, b.per_token, b.store_rows,
-                                                  b.segments, b.tiles, result);
+  const absl::Status launched = LaunchStepKernels(w, cp, dev, stream, use_mma, result);
   const absl::Status released = uploader_.Release(stream);
   SWA_RETURN_IF_ERROR(launched);
   return released;
 }
 
-absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, cudaStream_t stream, bool use_mma,
-                                            int32_t max_q, size_t n_tiles, const uint8_t* dev,
-                                            size_t off_seqs, size_t off_per_token,
-                                            size_t off_store_rows, size_t off_segments,
-                                            size_t off_tiles, StepResult* result) {
-  const size_t T = static_cast<size_t>(w.n_tokens);
-  const auto* d_seqs = reinterpret_cast<const kernels::AttnSeq*>(dev + off_seqs);
-  const auto* d_per_token = reinterpret_cast<const int32_t*>(dev + off_per_token);
-  const auto* d_store_rows = reinterpret_cast<const int32_t*>(dev + off_store_rows);
-  const auto* d_segments = reinterpret_cast<const kernels::LoadSegment*>(dev + off_segments);
-  const auto* d_tiles = reinterpret_cast<const int2*>(dev + off_tiles);
+absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& cp,
+                                            const uint8_t* dev, cudaStream_t stream,
+                                            bool use_mma, StepResult* result) {
+  const StepLayer& L = w.layer;
+  const StepTensors& x = *w.tensors;
+  const size_t T = static_cast<size_t>(w.plan.n_tokens);
+  const auto* d_seqs = reinterpret_cast<const PlannedSeq*>(dev);
+  const auto* d_per_token = reinterpret_cast<const int32_t*>(dev + cp.off_per_token);
+  const auto* d_store_rows = reinterpret_cast<const int32_t*>(dev + cp.off_store_rows);
+  const auto* d_segments = reinterpret_cast<const RowSegment*>(dev + cp.off_segments);
+  const auto* d_tiles = reinterpret_cast<const int2*>(dev + cp.off_tiles);
 
   SWA_ASSIGN_OR_RETURN(unsigned long long* d_nonfinite,
                        nonfinite_.Begin(stream, &result->nonfinite_blocks));
 
-  // ---- Kernels -------------------------------------------------------------------
-  const kernels::RingRows ring{w.ring_base, w.slot_bytes, w.bytes_per_token, w.ring_len};
   kernels::EncodeParams enc;
-  enc.k_new = w.k_new;
-  enc.v_new = w.shared_kv ? nullptr : w.v_new;
-  enc.src_dtype = static_cast<uint32_t>(w.kv_dtype);
-  enc.n_tokens = w.n_tokens;
-  enc.kv_heads = w.kv_heads;
-  enc.head_dim = w.head_dim;
-  enc.format = static_cast<uint32_t>(w.format);
-  enc.ceil = w.scale_mode == ScaleMode::kCeil;
-  enc.vec_bytes = w.vec_bytes;
-  enc.bytes_per_token = w.bytes_per_token;
-  enc.ring = ring;
+  enc.k_new = x.k_new;
+  enc.v_new = L.shared_kv ? nullptr : x.v_new;
+  enc.src_dtype = x.kv_dtype;
+  enc.n_tokens = w.plan.n_tokens;
+  enc.kv_heads = L.kv_heads;
+  enc.head_dim = L.head_dim;
+  enc.format = L.format;
+  enc.ceil = L.scale_mode == ScaleMode::kCeil;
+  enc.vec_bytes = L.vec_bytes;
+  enc.bytes_per_token = L.ring.bytes_per_token;
+  enc.ring = L.ring;
   enc.nonfinite = d_nonfinite;
 
   kernels::AttentionParams at;
-  at.q = w.q;
-  at.q_dtype = static_cast<uint32_t>(w.q_dtype);
-  at.out = w.out;
-  at.out_dtype = static_cast<uint32_t>(w.out_dtype);
-  at.sinks = w.sinks;
+  at.q = x.q;
+  at.q_dtype = x.q_dtype;
+  at.out = x.out;
+  at.out_dtype = x.out_dtype;
+  at.sinks = x.sinks;
   at.scale = w.scale;
-  at.q_heads = w.q_heads;
-  at.kv_heads = w.kv_heads;
-  at.head_dim = w.head_dim;
-  at.shared_kv = w.shared_kv;
-  at.format = static_cast<uint32_t>(w.format);
-  at.vec_bytes = w.vec_bytes;
-  at.bytes_per_token = w.bytes_per_token;
-  at.window = w.window;
+  at.q_heads = L.q_heads;
+  at.kv_heads = L.kv_heads;
+  at.head_dim = L.head_dim;
+  at.shared_kv = L.shared_kv;
+  at.format = L.format;
+  at.vec_bytes = L.vec_bytes;
+  at.bytes_per_token = L.ring.bytes_per_token;
+  at.window = L.window;
   at.seqs = d_seqs;
-  at.n_seqs = static_cast<int32_t>(w.n_seqs);
+  at.n_seqs = static_cast<int32_t>(w.plan.n_seqs);
   at.tiles = d_tiles;
-  at.n_tiles = static_cast<int32_t>(n_tiles);
-  at.max_seqlen_q = max_q;
+  at.n_tiles = static_cast<int32_t>(cp.n_tiles);
+  at.max_seqlen_q = cp.max_seqlen_q;
   at.use_mma = use_mma;
 
-  if (!w.staged) {
+  if (!w.plan.staged) {
     enc.store_rows = d_store_rows;
     SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchEncodeKv(enc, stream), "encode K/V into the ring");
     at.offset_len = d_per_token;
-    at.ring = ring;
+    at.ring = L.ring;
     SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchDecodeAttention(at, stream), "decode attention");
-  } else {
-    const size_t sec1_rows = size_t(w.n_seqs) * w.window;
-    const size_t staging_bytes = (sec1_rows + T) * w.bytes_per_token;
-    SWA_ASSIGN_OR_RETURN(uint8_t* staging, AllocScratch(staging_bytes, stream));
-    uint8_t* sec2 = staging + sec1_rows * w.bytes_per_token;
-    absl::Status st;
-    enc.staging = sec2;
-    st = CudaStatus(kernels::LaunchEncodeKv(enc, stream), "encode K/V into section 2");
-    if (st.ok()) {
-      kernels::LoadParams ld;
-      ld.segments = d_segments;
-      ld.n_segments = static_cast<int32_t>(w.n_load_segments);
-      ld.ring = ring;
-      ld.staging = staging;
-      st = CudaStatus(kernels::LaunchLoadSection1(ld, stream), "load section 1");
-    }
-    if (st.ok()) {
-      at.pivots = d_per_token;
-      at.staging = staging;
-      st = CudaStatus(kernels::LaunchPrefillAttention(at, stream), "prefill attention");
-    }
-    if (st.ok()) {  // only after attention has read section 1 (SPEC 5b)
-      kernels::StoreParams sp;
-      sp.staged = sec2;
-      sp.store_rows = d_store_rows;
-      sp.n_tokens = w.n_tokens;
-      sp.ring = ring;
-      st = CudaStatus(kernels::LaunchStoreRows(sp, stream), "store new rows into the ring");
-    }
-    const absl::Status freed = FreeScratch(staging, stream);
-    SWA_RETURN_IF_ERROR(st);
-    SWA_RETURN_IF_ERROR(freed);
+    return nonfinite_.End(stream);
   }
+  const size_t sec1_rows = size_t(w.plan.n_seqs) * L.window;
+  const size_t bpt = L.ring.bytes_per_token;
+  SWA_ASSIGN_OR_RETURN(uint8_t* staging, AllocScratch((sec1_rows + T) * bpt, stream));
+  uint8_t* sec2 = staging + sec1_rows * bpt;
+  enc.staging = sec2;
+  absl::Status st = CudaStatus(kernels::LaunchEncodeKv(enc, stream), "encode K/V into section 2");
+  if (st.ok()) {
+    kernels::LoadParams ld;
+    ld.segments = d_segments;
+    ld.n_segments = static_cast<int32_t>(w.plan.n_load_segments);
+    ld.ring = L.ring;
+    ld.staging = staging;
+    st = CudaStatus(kernels::LaunchLoadSection1(ld, stream), "load section 1");
+  }
+  if (st.ok()) {
+    at.pivots = d_per_token;
+    at.staging = staging;
+    st = CudaStatus(kernels::LaunchPrefillAttention(at, stream), "prefill attention");
+  }
+  if (st.ok()) {  // only after attention has read section 1
+    kernels::StoreParams sp;
+    sp.staged = sec2;
+    sp.store_rows = d_store_rows;
+    sp.n_tokens = w.plan.n_tokens;
+    sp.ring = L.ring;
+    st = CudaStatus(kernels::LaunchStoreRows(sp, stream), "store new rows into the ring");
+  }
+  const absl::Status freed = FreeScratch(staging, stream);
+  SWA_RETURN_IF_ERROR(st);
+  SWA_RETURN_IF_ERROR(freed);
   return nonfinite_.End(stream);
 }
 

@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<DeviceDecodeStep>> DeviceDecodeStep::Create(
   const size_t o_err = Align256(o_sr + size_t(max_tokens) * sizeof(int32_t));
   const size_t o_nf = Align256(o_err + sizeof(int32_t));
   const size_t o_seq = Align256(o_nf + sizeof(unsigned long long));
-  const size_t bytes = Align256(o_seq + size_t(max_seqs) * sizeof(kernels::AttnSeq));
+  const size_t bytes = Align256(o_seq + size_t(max_seqs) * sizeof(PlannedSeq));
   DeviceGuard guard(cache.backend().device());
   SWA_RETURN_IF_ERROR(guard.status());
   SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&s->arena_), bytes),
@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<DeviceDecodeStep>> DeviceDecodeStep::Create(
   s->store_rows_ = reinterpret_cast<int32_t*>(s->arena_ + o_sr);
   s->error_ = reinterpret_cast<int32_t*>(s->arena_ + o_err);
   s->nonfinite_ = reinterpret_cast<unsigned long long*>(s->arena_ + o_nf);
-  s->seqs_ = s->arena_ + o_seq;
+  s->seqs_ = reinterpret_cast<PlannedSeq*>(s->arena_ + o_seq);
   return s;
 }
 
@@ -109,21 +109,21 @@ absl::Status DeviceDecodeStep::Enqueue(const DeviceDecodeBatch& b, const DecodeT
   pr.n_seqs = b.n_seqs;
   pr.max_tokens = max_tokens_;
   pr.ring_len = ring_len;
-  pr.seqs = static_cast<kernels::AttnSeq*>(seqs_);
+  pr.seqs = seqs_;
   pr.store_rows = store_rows_;
   SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchDecodePrepare(pr, stream), "decode prepare");
 
-  const kernels::RingRows ring{cache_->pool() + ll.ring_offset, lay.slot_bytes(),
-                               ll.bytes_per_token, ring_len};
+  const RingRows ring{cache_->pool() + ll.ring_offset, lay.slot_bytes(), ll.bytes_per_token,
+                      ring_len};
   kernels::EncodeParams enc;
   enc.k_new = x.k_new;
   enc.v_new = x.v_new;
-  enc.src_dtype = static_cast<uint32_t>(x.kv_dtype);
+  enc.src_dtype = x.kv_dtype;
   enc.n_tokens = max_tokens_;
   enc.n_tokens_dev = cu_seqlens_ + b.n_seqs;  // on a planner error every store row is -1
   enc.kv_heads = int32_t(spec.kv_heads);
   enc.head_dim = int32_t(spec.head_dim);
-  enc.format = static_cast<uint32_t>(spec.format);
+  enc.format = spec.format;
   enc.ceil = lay.spec().scale_mode == ScaleMode::kCeil;
   enc.vec_bytes = ll.vec_bytes;
   enc.bytes_per_token = ll.bytes_per_token;
@@ -134,20 +134,20 @@ absl::Status DeviceDecodeStep::Enqueue(const DeviceDecodeBatch& b, const DecodeT
 
   kernels::AttentionParams at;
   at.q = x.q;
-  at.q_dtype = static_cast<uint32_t>(x.q_dtype);
+  at.q_dtype = x.q_dtype;
   at.out = x.out;
-  at.out_dtype = static_cast<uint32_t>(x.out_dtype);
+  at.out_dtype = x.out_dtype;
   at.sinks = x.sinks;
   at.scale = x.softmax_scale != 0 ? x.softmax_scale : 1.0f / std::sqrt(float(spec.head_dim));
   at.q_heads = int32_t(spec.q_heads);
   at.kv_heads = int32_t(spec.kv_heads);
   at.head_dim = int32_t(spec.head_dim);
   at.shared_kv = spec.shared_kv;
-  at.format = static_cast<uint32_t>(spec.format);
+  at.format = spec.format;
   at.vec_bytes = ll.vec_bytes;
   at.bytes_per_token = ll.bytes_per_token;
   at.window = window;
-  at.seqs = static_cast<const kernels::AttnSeq*>(seqs_);
+  at.seqs = seqs_;
   at.n_seqs = b.n_seqs;
   at.max_seqlen_q = max_seqlen_q_;
   at.offset_len = offset_len_;

@@ -77,7 +77,7 @@ class DeviceDecodeStep {
   int32_t* offset_len_ = nullptr;
   int32_t* store_rows_ = nullptr;
   int32_t* error_ = nullptr;
-  void* seqs_ = nullptr;  // kernels::AttnSeq[max_seqs]
+  PlannedSeq* seqs_ = nullptr;  // [max_seqs]
   unsigned long long* nonfinite_ = nullptr;
 };
 

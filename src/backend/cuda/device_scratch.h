@@ -13,8 +13,8 @@
 namespace swa::cuda {
 
 // A ring of (pinned host, device) buffer pairs. Upload() reuses the last pair
-// without copying when the bytes are unchanged (every layer of a step uploads
-// the same plan); otherwise it takes the next pair, waiting on the host only
+// without copying when the key is the last upload's (every layer of a step
+// uploads the same prepared plan, and a key names one content); otherwise it takes the next pair, waiting on the host only
 // if the device has not yet finished the work that used that pair last
 // (back-pressure when the host runs kSlots plans ahead).
 class PlanUploader {
@@ -26,7 +26,9 @@ class PlanUploader {
   PlanUploader& operator=(const PlanUploader&) = delete;
 
   // Device copy of `bytes` host bytes, ordered before later work on `stream`.
-  absl::StatusOr<const uint8_t*> Upload(const void* host, size_t bytes, cudaStream_t stream);
+  // `key` identifies the content: equal keys must mean equal bytes.
+  absl::StatusOr<const uint8_t*> Upload(uint64_t key, const void* host, size_t bytes,
+                                        cudaStream_t stream);
   // Records that the work enqueued on `stream` so far used the last upload.
   absl::Status Release(cudaStream_t stream);
 
@@ -36,6 +38,7 @@ class PlanUploader {
     uint8_t* dev = nullptr;
     size_t capacity = 0;
     size_t used = 0;
+    uint64_t key = 0;
     cudaEvent_t done = nullptr;  // last work that read `dev`
   };
   Slot slots_[kSlots];

@@ -1,8 +1,8 @@
 // Compiled with -mavx2 -mfma (file name suffix); only called after a cpuid check.
-#include "project/gemm_microkernel.h"
+#include "backend/cpu/gemm_microkernel.h"
 
 #if defined(__x86_64__)
-namespace swa::project {
+namespace swa::cpu {
 namespace {
 __attribute__((optimize("O3"))) void Kernel(int64_t kc, const float* a, const float* b, float* c,
                                             int64_t ldc) {
@@ -12,5 +12,5 @@ __attribute__((optimize("O3"))) void Kernel(int64_t kc, const float* a, const fl
 
 MicroKernelFn Avx2MicroKernel() { return &Kernel; }
 
-}  // namespace swa::project
+}  // namespace swa::cpu
 #endif

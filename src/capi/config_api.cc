@@ -1,35 +1,45 @@
-#include "capi/config.h"
+// The Configuration section: swa_layer_desc_init, swa_config_init, and the
+// conversion of a swa_config_t that swa_layout_compute and swa_cache_create share.
+#include "capi/config_api.h"
 
 #include <cstring>
 
 #include "capi/error.h"
 #include "common/status_macros.h"
-#ifdef SWACACHE_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
 
 namespace swa::capi {
 namespace {
 
+static_assert(SWA_FORMAT_MXFP8 == static_cast<int>(Format::kMxfp8) &&
+              SWA_FORMAT_BF16 == static_cast<int>(Format::kBf16) &&
+              SWA_FORMAT_FP32 == static_cast<int>(Format::kFp32));
+static_assert(SWA_SCALE_CEIL == static_cast<int>(ScaleMode::kCeil) &&
+              SWA_SCALE_FLOOR == static_cast<int>(ScaleMode::kFloor));
+static_assert(SWA_LAYER_STORED == static_cast<int>(Role::kStored) &&
+              SWA_LAYER_DROPPED == static_cast<int>(Role::kDropped));
+static_assert(SWA_BACKEND_CPU == static_cast<int>(BackendKind::kCpu) &&
+              SWA_BACKEND_CUDA == static_cast<int>(BackendKind::kCuda));
+static_assert(SWA_DTYPE_FP32 == static_cast<int>(Dtype::kFp32) &&
+              SWA_DTYPE_BF16 == static_cast<int>(Dtype::kBf16));
+
 absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out) {
-  if (d.role != SWA_LAYER_STORED && d.role != SWA_LAYER_DROPPED)
+  const int32_t role = RawEnum(d.role), format = RawEnum(d.kv_format);
+  if (role != SWA_LAYER_STORED && role != SWA_LAYER_DROPPED)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "layers[%u].role = %d is not a swa_layer_role_t value", i, static_cast<int>(d.role)));
-  if (d.kv_format != SWA_FORMAT_MXFP8 && d.kv_format != SWA_FORMAT_BF16 &&
-      d.kv_format != SWA_FORMAT_FP32)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("layers[%u].kv_format = %d is not a swa_format_t value", i,
-                        static_cast<int>(d.kv_format)));
+        "layers[%u].role = %d is not a swa_layer_role_t value", i, role));
+  if (format != SWA_FORMAT_MXFP8 && format != SWA_FORMAT_BF16 && format != SWA_FORMAT_FP32)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layers[%u].kv_format = %d is not a swa_format_t value", i, format));
   if (d.shared_kv > 1 || d.has_sinks > 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "layers[%u]: shared_kv = %u and has_sinks = %u must be 0 or 1", i, d.shared_kv,
         d.has_sinks));
-  out->role = static_cast<Role>(d.role);
+  out->role = static_cast<Role>(role);
   out->q_heads = d.q_heads;
   out->kv_heads = d.kv_heads;
   out->head_dim = d.head_dim;
   out->shared_kv = d.shared_kv != 0;
-  out->format = static_cast<Format>(d.kv_format);
+  out->format = static_cast<Format>(format);
   out->compress_ratio = d.compress_ratio;
   out->compress_entry_bytes = d.compress_entry_bytes;
   out->rope_theta = d.rope_theta;
@@ -51,13 +61,13 @@ absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOpt
   if (c.layers == nullptr)
     return absl::InvalidArgumentError(
         absl::StrFormat("layers is NULL but num_layers = %u", c.num_layers));
-  if (c.scale_mode != SWA_SCALE_CEIL && c.scale_mode != SWA_SCALE_FLOOR)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "scale_mode = %d is not a swa_scale_mode_t value", static_cast<int>(c.scale_mode)));
-  if (c.backend != SWA_BACKEND_AUTO && c.backend != SWA_BACKEND_CPU &&
-      c.backend != SWA_BACKEND_CUDA)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "backend = %d is not a swa_backend_t value", static_cast<int>(c.backend)));
+  const int32_t scale_mode = RawEnum(c.scale_mode), backend = RawEnum(c.backend);
+  if (scale_mode != SWA_SCALE_CEIL && scale_mode != SWA_SCALE_FLOOR)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("scale_mode = %d is not a swa_scale_mode_t value", scale_mode));
+  if (backend != SWA_BACKEND_AUTO && backend != SWA_BACKEND_CPU && backend != SWA_BACKEND_CUDA)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("backend = %d is not a swa_backend_t value", backend));
   if (c.device < 0)
     return absl::InvalidArgumentError(absl::StrFormat("device = %d is negative", c.device));
   if ((c.pool == nullptr) != (c.pool_bytes == 0))
@@ -83,13 +93,11 @@ absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOpt
   spec->ring_len = c.ring_len;
   spec->alignment = c.alignment;
   spec->max_slots = c.max_slots;
-  spec->scale_mode = static_cast<ScaleMode>(c.scale_mode);
+  spec->scale_mode = static_cast<ScaleMode>(scale_mode);
 
   // AUTO picks CUDA only in a CUDA build on a machine with a device.
-  options->backend = c.backend == SWA_BACKEND_CUDA ? BackendKind::kCuda : BackendKind::kCpu;
-#ifdef SWACACHE_HAVE_CUDA
-  if (c.backend == SWA_BACKEND_AUTO && CudaDeviceAvailable()) options->backend = BackendKind::kCuda;
-#endif
+  options->backend = backend == SWA_BACKEND_CUDA ? BackendKind::kCuda : BackendKind::kCpu;
+  if (backend == SWA_BACKEND_AUTO && CudaDeviceAvailable()) options->backend = BackendKind::kCuda;
   options->device = c.device;
   options->num_threads = c.num_threads;
   options->pool = c.pool;

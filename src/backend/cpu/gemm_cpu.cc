@@ -1,15 +1,15 @@
-#include "project/gemm_cpu.h"
+#include "backend/cpu/gemm_cpu.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "codec/mxfp8_math.h"
-#include "project/gemm_microkernel.h"
+#include "backend/cpu/gemm_microkernel.h"
+#include "backend/cpu/thread_pool.h"
 
-namespace swa::project {
+namespace swa::cpu {
 namespace {
 
 MicroKernelFn ChooseKernel() {
@@ -97,27 +97,25 @@ class TileWorker {
 
 }  // namespace
 
-void GemmBf16Cpu(const ProjectWork& w, unsigned max_threads) {
+void GemmBf16Cpu(const ProjectWork& w, ThreadPool* pool) {
   if (w.tokens == 0 || w.out_dim == 0) return;
   static const MicroKernelFn kernel = ChooseKernel();
   const int64_t tiles_m = (w.tokens + kMc - 1) / kMc;
   const int64_t tiles_n = (w.out_dim + kNc - 1) / kNc;
   const int64_t tiles = tiles_m * tiles_n;
-  unsigned threads = max_threads != 0 ? max_threads : std::max(1u, std::thread::hardware_concurrency());
-  const double flops = 2.0 * double(w.tokens) * double(w.out_dim) * double(w.in_dim);
-  if (flops < 8e6) threads = 1;  // thread start-up would dominate
-  threads = static_cast<unsigned>(std::min<int64_t>(threads, tiles));
-
-  std::atomic<int64_t> next{0};
-  auto loop = [&] {
+  auto run = [&](size_t begin, size_t end) {
     TileWorker worker(w, kernel);
-    for (int64_t t; (t = next.fetch_add(1)) < tiles;)
-      worker.Run((t / tiles_n) * kMc, (t % tiles_n) * kNc);
+    for (size_t t = begin; t < end; ++t)
+      worker.Run((int64_t(t) / tiles_n) * kMc, (int64_t(t) % tiles_n) * kNc);
   };
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(loop);
-  loop();
-  for (std::thread& t : pool) t.join();
+  const double flops = 2.0 * double(w.tokens) * double(w.out_dim) * double(w.in_dim);
+  if (pool == nullptr || pool->num_threads() <= 1 || flops < 8e6 || tiles == 1) {
+    run(0, size_t(tiles));  // waking the workers would dominate
+    return;
+  }
+  // Chunks of a few tiles: each chunk packs its own panels once.
+  const size_t grain = std::max<size_t>(1, size_t(tiles) / (4 * pool->num_threads()));
+  pool->ParallelFor(size_t(tiles), grain, run);
 }
 
-}  // namespace swa::project
+}  // namespace swa::cpu

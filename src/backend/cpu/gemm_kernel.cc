@@ -1,6 +1,6 @@
-#include "project/gemm_microkernel.h"
+#include "backend/cpu/gemm_microkernel.h"
 
-namespace swa::project {
+namespace swa::cpu {
 namespace {
 __attribute__((optimize("O3"))) void Kernel(int64_t kc, const float* a, const float* b, float* c,
                                             int64_t ldc) {
@@ -14,4 +14,4 @@ MicroKernelFn BaselineMicroKernel() { return &Kernel; }
 MicroKernelFn Avx2MicroKernel() { return nullptr; }
 #endif
 
-}  // namespace swa::project
+}  // namespace swa::cpu

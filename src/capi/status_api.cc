@@ -1,3 +1,5 @@
+// The Status section: swa_status_string, swa_last_error, and the C boundary's
+// status conversion.
 #include "capi/error.h"
 
 #include <string>
@@ -22,7 +24,7 @@ extern "C" {
 SWA_API const char* swa_last_error(void) { return swa::capi::g_last_error.c_str(); }
 
 SWA_API const char* swa_status_string(swa_status_t status) {
-  switch (status) {
+  switch (swa::capi::RawEnum(status)) {
     case SWA_OK: return "OK";
     case SWA_CANCELLED: return "CANCELLED";
     case SWA_UNKNOWN: return "UNKNOWN";

@@ -6,14 +6,17 @@
 
 #include "backend/project_work.h"
 
-namespace swa::project {
+namespace swa::cpu {
 
 inline constexpr int64_t kMc = 64;   // rows of A per tile
 inline constexpr int64_t kNc = 256;  // columns per tile
 inline constexpr int64_t kKc = 256;  // depth per packed block
 
-// `max_threads` = 0: the machine's hardware threads. Small problems run on the
-// calling thread. Host pointers; arguments validated by the caller.
-void GemmBf16Cpu(const ProjectWork& work, unsigned max_threads);
+class ThreadPool;
 
-}  // namespace swa::project
+// Tiles are spread over `pool` (nullptr: the calling thread only); small
+// problems run on the calling thread. Host pointers; arguments validated by
+// the caller.
+void GemmBf16Cpu(const ProjectWork& work, ThreadPool* pool);
+
+}  // namespace swa::cpu

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace swa::project {
+namespace swa::cpu {
 
 inline constexpr int kMr = 4;   // rows of the register tile
 inline constexpr int kNr = 16;  // columns of the register tile
@@ -35,4 +35,4 @@ using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float
 MicroKernelFn BaselineMicroKernel();
 MicroKernelFn Avx2MicroKernel();  // nullptr when not built for x86-64
 
-}  // namespace swa::project
+}  // namespace swa::cpu

@@ -1,0 +1,37 @@
+// The one place that knows which backends this build has.
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#ifdef SWACACHE_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace swa {
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(BackendKind kind, int device,
+                                                     unsigned num_threads) {
+  switch (kind) {
+    case BackendKind::kCpu:
+      return cpu::MakeCpuBackend(num_threads);
+    case BackendKind::kCuda:
+#ifdef SWACACHE_HAVE_CUDA
+      return cuda::MakeCudaBackend(device);
+#else
+      return absl::UnimplementedError(
+          "backend = SWA_BACKEND_CUDA: this build of the library has no CUDA backend");
+#endif
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("backend = %d is not a backend kind", static_cast<int>(kind)));
+}
+
+bool CudaDeviceAvailable() {
+#ifdef SWACACHE_HAVE_CUDA
+  return cuda::DeviceAvailable();
+#else
+  return false;
+#endif
+}
+
+}  // namespace swa
