@@ -45,7 +45,7 @@ extern "C" {
 /** \brief Major version: changes only when the ABI breaks. */
 #define SWA_VERSION_MAJOR 0
 /** \brief Minor version: new functions or appended struct fields. */
-#define SWA_VERSION_MINOR 1
+#define SWA_VERSION_MINOR 2
 /** \brief Patch version: fixes only. */
 #define SWA_VERSION_PATCH 0
 /** \brief `major * 10000 + minor * 100 + patch` of this header. */
