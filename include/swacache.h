@@ -11,6 +11,9 @@
  *    appended; a struct_size the library does not know is an error.
  *  - Handles are opaque; create/destroy come in pairs; destroy accepts NULL.
  *  - Device streams are `void*` (a cudaStream_t on the CUDA backend).
+ *
+ * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
+ * below names one of its sections, `\ref md_docs_...` a guide under docs/.
  */
 #ifndef SWACACHE_H_
 #define SWACACHE_H_
@@ -23,7 +26,9 @@ extern "C" {
 #endif
 
 /** \file swacache.h
- *  \brief The public C API of libswacache. */
+ *  \brief The public C API of libswacache.
+ *  \see \ref semantics "docs/semantics.md" for what the calls compute and
+ *  \ref md_docs_api "docs/api.md" for the conventions. */
 
 /** \def SWA_API
  *  \brief Marks the exported functions (default visibility); every other symbol
@@ -95,12 +100,13 @@ SWA_API const char* swa_status_string(swa_status_t status);
  *  \return A thread-local string owned by the library, valid until the next
  *  failing call on this thread; "" when no call on this thread has failed.
  *  Successful calls do not clear it.
+ *  \see \ref md_docs_api "docs/api.md": which status code when.
  *  \note Thread-safe: each thread sees only its own message. */
 SWA_API const char* swa_last_error(void);
 
 /* ---- Enumerations ------------------------------------------------------- */
 
-/** \brief Storage format of the KV vectors in a layer's ring (SPEC section 3). */
+/** \brief Storage format of the KV vectors in a layer's ring (\ref sem_slot_layout). */
 typedef enum swa_format {
   SWA_FORMAT_MXFP8 = 0, /**< D E4M3 codes then D/32 E8M0 scales: D + D/32 bytes. */
   SWA_FORMAT_BF16 = 1,  /**< 2D bytes. */
@@ -113,7 +119,7 @@ typedef enum swa_dtype {
   SWA_DTYPE_BF16 = 1  /**< bfloat16, stored as uint16_t. */
 } swa_dtype_t;
 
-/** \brief How an MXFP8 block's E8M0 scale is chosen (SPEC section 4). */
+/** \brief How an MXFP8 block's E8M0 scale is chosen (\ref sem_mxfp8). */
 typedef enum swa_scale_mode {
   SWA_SCALE_CEIL = 0, /**< Smallest power of two with amax/scale <= 448 (default). */
   SWA_SCALE_FLOOR = 1 /**< OCP rule: exponent(amax) - 8; large elements saturate. */
@@ -188,7 +194,7 @@ SWA_API void swa_config_init(swa_config_t* config);
 
 /* ---- Layout ------------------------------------------------------------- */
 
-/** \brief Whole-slot layout of a cache (SPEC section 3). */
+/** \brief Whole-slot layout of a cache (\ref sem_slot_layout). */
 typedef struct swa_layout {
   size_t struct_size;         /**< Set by the caller to sizeof(swa_layout_t). */
   uint32_t window;            /**< W. */
@@ -253,6 +259,7 @@ typedef struct swa_cache swa_cache_t;
  *  \retval SWA_INVALID_ARGUMENT for any invalid field (the message names it).
  *  \retval SWA_RESOURCE_EXHAUSTED when the pool cannot be allocated.
  *  \retval SWA_UNIMPLEMENTED for a backend this build does not have.
+ *  \see \ref md_docs_api "docs/api.md" (backends, ownership), \ref md_docs_layout "docs/layout.md".
  *  \note Thread-safe. The caller owns the cache and frees it with swa_cache_destroy(). */
 SWA_API swa_status_t swa_cache_create(const swa_config_t* config, swa_cache_t** out);
 
@@ -264,6 +271,7 @@ SWA_API void swa_cache_destroy(swa_cache_t* cache);
  *  \param[in] cache The cache.
  *  \param[out] out out->struct_size must be set by the caller.
  *  \retval SWA_OK, or SWA_INVALID_ARGUMENT for NULL or a bad struct_size.
+ *  \see \ref md_docs_layout "docs/layout.md", \ref sem_memory.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_cache_layout(const swa_cache_t* cache, swa_layout_t* out);
 
@@ -285,6 +293,7 @@ SWA_API swa_status_t swa_cache_layer_layout(const swa_cache_t* cache, uint32_t l
  *  \param[out] out out->struct_size must be set by the caller.
  *  \retval SWA_OK; SWA_OUT_OF_RANGE for a bad layer; SWA_INVALID_ARGUMENT for NULL
  *  or a bad struct_size.
+ *  \see \ref sem_slot_layout, \ref md_docs_layout "docs/layout.md".
  *  \note Thread-safe. Ring row `r = slot * R + (p mod R)` lives at
  *  `data + (r / R) * slot_bytes + (r mod R) * bytes_per_token`. */
 SWA_API swa_status_t swa_cache_layer_view(const swa_cache_t* cache, uint32_t layer,
@@ -292,7 +301,7 @@ SWA_API swa_status_t swa_cache_layer_view(const swa_cache_t* cache, uint32_t lay
 
 /* ---- Slots -------------------------------------------------------------- */
 
-/** \brief Per-slot state (SPEC sections 2 and 8). */
+/** \brief Per-slot state (\ref sem_rewind, \ref sem_replay). */
 typedef struct swa_slot_info {
   size_t struct_size;         /**< Set by the caller to sizeof(swa_slot_info_t). */
   uint32_t slot;              /**< The slot id. */
@@ -350,7 +359,7 @@ SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot,
 
 /* ---- Slot valid_start and bounded replay -------------------------------- */
 
-/** \brief Raise a slot's valid_start (SPEC section 8): positions below it are
+/** \brief Raise a slot's valid_start (\ref sem_replay): positions below it are
  *  treated as missing; loads zero-fill them and no index names them.
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
@@ -365,7 +374,7 @@ SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot,
 SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
                                               int32_t valid_start);
 
-/** \brief Prepare a slot for bounded replay (SPEC section 8): after a prefix
+/** \brief Prepare a slot for bounded replay (\ref sem_replay): after a prefix
  *  hit of `hit_len` tokens for the global layers, the engine re-runs only
  *  positions `max(0, hit_len - W) ... hit_len - 1` as a prefill.
  *  Sets valid_start = written_end = max(0, hit_len - W), so that a step with
@@ -379,13 +388,14 @@ SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a negative hit_len;
  *  SWA_OUT_OF_RANGE for a slot id past the pool; SWA_FAILED_PRECONDITION for a
  *  slot that is not allocated or holds positions (reset it first).
+ *  \see \ref md_docs_planner "docs/planner.md".
  *  \note Thread-safe (internally locked). */
 SWA_API swa_status_t swa_slot_begin_replay(swa_cache_t* cache, uint32_t slot, int32_t hit_len,
                                            int32_t* replay_start, int32_t* replay_len);
 
 /* ---- Plan --------------------------------------------------------------- */
 
-/** \brief One sequence of a step (SPEC section 5). A plain array element
+/** \brief One sequence of a step (\ref sem_plans). A plain array element
  *  without struct_size: its 16-byte layout is fixed and matches device arrays.
  *  `seqlen_k` tokens exist after the step, `seqlen_q` of them are new, so
  *  `q_start = seqlen_k - seqlen_q`. */
@@ -401,7 +411,7 @@ typedef struct swa_seq {
 /** \brief Opaque step plan: built once per step, read by every layer. */
 typedef struct swa_plan swa_plan_t;
 
-/** \brief Execution path of a built plan (SPEC section 5). */
+/** \brief Execution path of a built plan (\ref sem_plans). */
 typedef enum swa_plan_path {
   SWA_PLAN_PATH_NONE = 0,  /**< Not built, or cancelled. */
   SWA_PLAN_PATH_RING = 1,  /**< Ring-only: every seqlen_q <= R - W + 1. */
@@ -469,7 +479,7 @@ SWA_API swa_status_t swa_plan_create_with_options(swa_cache_t* cache,
  *  \note Not thread-safe with other calls on the same plan. */
 SWA_API void swa_plan_destroy(swa_plan_t* plan);
 
-/** \brief Plan one step: validate every sequence (SPEC sections 2 and 5b), then
+/** \brief Plan one step: validate every sequence (\ref sem_rewind, \ref sem_pivots), then
  *  advance each slot (written_end = seqlen_k; valid_start raised to the
  *  effective value) and compute every index of the step. Reuses the plan's
  *  memory. Building a built plan again keeps the previous build's slot updates.
@@ -486,6 +496,7 @@ SWA_API void swa_plan_destroy(swa_plan_t* plan);
  *  keeps, or q_start below the slot's valid_start.
  *  On failure the message names the sequence index and the numbers, and
  *  neither the slots nor the plan change.
+ *  \see \ref md_docs_planner "docs/planner.md" (rewinds, cancel, rebuild, threading).
  *  \note The plan is not thread-safe; builds of different plans on one cache
  *  are serialised by the slot table's lock. */
 SWA_API swa_status_t swa_plan_build(swa_plan_t* plan, const swa_seq_t* seqs, uint32_t n_seqs);
@@ -506,7 +517,7 @@ SWA_API swa_status_t swa_plan_cancel(swa_plan_t* plan);
  *  \note Safe concurrently with other readers of the same plan. */
 SWA_API swa_status_t swa_plan_info(const swa_plan_t* plan, swa_plan_info_t* out);
 
-/** \brief Export the ring-only decode gather (SPEC section 5a).
+/** \brief Export the ring-only decode gather (\ref sem_decode_index).
  *  \param[in] plan A plan built on the ring-only path.
  *  \param[out] offset_len int32 [T, 2]: (first ring row, key count) per token; may be NULL.
  *  \param[out] index int32 [T, W]: ring rows oldest first, then padding; may be NULL.
@@ -523,7 +534,7 @@ typedef struct swa_segment {
   int32_t count;   /**< Rows in the run, >= 1. */
 } swa_segment_t;
 
-/** \brief Export the staged path's load plan (SPEC section 5b): dst_row is a
+/** \brief Export the staged path's load plan (\ref sem_load_plan): dst_row is a
  *  staging section-1 row, src_row a flat ring row `slot * R + ring_slot` or -1
  *  (zero fill). At most three segments per sequence, n_seqs * W rows in all.
  *  \param[in] plan A plan built on the staged path.
@@ -537,7 +548,7 @@ typedef struct swa_segment {
 SWA_API swa_status_t swa_plan_load_segments(const swa_plan_t* plan, swa_segment_t* out,
                                             size_t capacity, size_t* count);
 
-/** \brief Export the staged path's pivots (SPEC section 5b), int32 [T, 4]:
+/** \brief Export the staged path's pivots (\ref sem_pivots), int32 [T, 4]:
  *  token t attends to staging rows [p0, p0 + p1) and [p2, p2 + p3).
  *  \param[in] plan A plan built on the staged path.
  *  \param[out] pivots int32 [T, 4].
@@ -611,7 +622,7 @@ typedef struct swa_step_args {
  *  \note Thread-safe. */
 SWA_API void swa_step_args_init(swa_step_args_t* args);
 
-/** \brief Run one layer of a planned step (SPEC sections 5 and 6).
+/** \brief Run one layer of a planned step (\ref sem_plans, \ref sem_attention).
  *
  *  Ring-only plans: the new K/V of every token are encoded in the layer's
  *  format and written to their ring rows, then each token attends over the rows
@@ -623,6 +634,8 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *
  *  Run every layer of the cache once per built plan, in any order; the first
  *  successful call makes the plan no longer cancellable.
+ *  \see \ref md_docs_step "docs/step.md", \ref md_docs_cpu_attention "docs/cpu_attention.md",
+ *  \ref md_docs_cuda_backend "docs/cuda_backend.md".
  *  \param[in,out] cache The cache the plan was created for.
  *  \param[in] plan A built plan of this cache.
  *  \param[in] args The layer and its tensors.
@@ -660,7 +673,7 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
 
 /* ---- Codec -------------------------------------------------------------- */
 
-/** \brief Bytes of one stored vector of `dim` values in `format` (SPEC section 3):
+/** \brief Bytes of one stored vector of `dim` values in `format` (\ref sem_slot_layout):
  *  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`.
  *  \param[in] format A swa_format_t value.
  *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
@@ -670,7 +683,7 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
 SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, uint32_t* out);
 
 /** \brief Encode `n_vectors` contiguous vectors into the stored form of `format`
- *  (SPEC section 4 for MXFP8), exactly as the cache stores KV vectors.
+ *  (\ref sem_mxfp8 for MXFP8), exactly as the cache stores KV vectors.
  *
  *  MXFP8: each vector becomes `dim` E4M3 codes followed by `dim/32` E8M0 scales;
  *  a 32-value block holding a NaN or Inf gets scale 0xFF and codes 0x7F. BF16:
@@ -691,6 +704,7 @@ SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, 
  *  \retval SWA_INVALID_ARGUMENT for an unknown enum value, a bad dim, a NULL or
  *  misaligned buffer, overlapping buffers or a size that overflows; nothing is
  *  written then.
+ *  \see \ref md_docs_codec "docs/codec.md".
  *  \note Thread-safe; runs on the calling thread. Assumes the default floating
  *  point environment (no flush-to-zero / denormals-are-zero). */
 SWA_API swa_status_t swa_codec_encode(swa_format_t format, swa_scale_mode_t mode,
@@ -777,6 +791,7 @@ typedef struct swa_iov {
 /** \brief External KV store: a callback table implemented by the engine (or
  *  returned by a built-in store constructor) and handed to swa_cache_set_store().
  *  Fill with swa_kv_store_init() first.
+ *  \see \ref md_docs_store "docs/store.md" (blob format, built-in stores).
  *
  *  Keys are byte strings (not NUL-terminated). The library passes the engine's
  *  key prefixed with the cache's layout fingerprint as 16 lowercase hex digits
@@ -844,7 +859,7 @@ SWA_API void swa_kv_store_init(swa_kv_store_t* store);
  *  started with; the replaced store is released when the last of them ends. */
 SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_t* store);
 
-/** \brief Persist the stored region of a slot (SPEC section 7) under `key`:
+/** \brief Persist the stored region of a slot (\ref sem_store_blob) under `key`:
  *  one blob with a header (magic, version, layout fingerprint, written_end,
  *  valid_start, the highest position stored so far, payload length, CRC32C)
  *  followed by the stored bytes. Call it between steps: a built plan has
@@ -856,6 +871,7 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
  *  \retval SWA_OK; SWA_FAILED_PRECONDITION when no store is attached or the slot
  *  is not allocated; SWA_OUT_OF_RANGE for a bad slot id; SWA_INVALID_ARGUMENT for
  *  a bad key; SWA_UNIMPLEMENTED when the store has no put; else the store's error.
+ *  \see \ref md_docs_store "docs/store.md", \ref sem_store_blob.
  *  \note Thread-safe; the slot's bytes are read without a copy (host pools), so
  *  no step may write the slot during the call. */
 SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
@@ -874,6 +890,7 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  blob of another layout or format version, when no store is attached or the
  *  slot is not allocated; SWA_OUT_OF_RANGE; SWA_INVALID_ARGUMENT; else the store's
  *  error. On any failure the slot is byte-for-byte unchanged.
+ *  \see \ref md_docs_store "docs/store.md".
  *  \note Thread-safe; no step may use the slot during the call. */
 SWA_API swa_status_t swa_slot_restore(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
                                       size_t key_len);
@@ -1056,6 +1073,7 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
  *  element counts overflow, unknown dtype or weight layout.
  *  \retval SWA_INTERNAL (or another code) when the CUDA runtime or cuBLASLt
  *  fails; the message carries its text.
+ *  \see \ref md_docs_cuda_backend "docs/cuda_backend.md" (the cuBLASLt and CPU GEMM paths).
  *  \note Thread-safe; concurrent calls on one CUDA cache are serialised. */
 SWA_API swa_status_t swa_project(swa_cache_t* cache, const swa_project_args_t* args);
 

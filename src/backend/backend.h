@@ -29,7 +29,7 @@ class Backend {
   virtual absl::Status CopyFromHost(void* dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status Memset(void* dst, int value, size_t bytes) = 0;
 
-  // One layer of a planned step (SPEC sections 5 and 6): encode the new K/V,
+  // One layer of a planned step (docs/semantics.md, "Steps and plans"): encode the new K/V,
   // build the keys each token sees, attend, store into the ring.
   virtual absl::Status RunStep(const StepWork& work, StepResult* result) = 0;
 

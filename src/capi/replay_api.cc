@@ -1,4 +1,4 @@
-// swa_slot_set_valid_start, swa_slot_begin_replay (SPEC section 8).
+// swa_slot_set_valid_start, swa_slot_begin_replay (docs/semantics.md, bounded replay).
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "common/status_macros.h"

@@ -1,4 +1,4 @@
-// Where vector i of a batch lives in a ring (SPEC section 3), host+device.
+// Where vector i of a batch lives in a ring (docs/semantics.md, "Slot layout"), host+device.
 // Row r = slot * R + (p mod R) sits at (r / R) * slot_bytes + (r mod R) *
 // row_bytes; a token's heads follow each other every vec_bytes.
 #pragma once

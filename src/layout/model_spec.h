@@ -48,7 +48,7 @@ inline constexpr uint32_t kMxfp8Block = 32;
 const char* FormatName(Format format);
 const char* RoleName(Role role);
 
-// Bytes of one vector of `dim` values stored in `format` (SPEC section 3).
+// Bytes of one vector of `dim` values stored in `format` (docs/semantics.md, "Slot layout").
 uint32_t VectorBytes(Format format, uint32_t dim);
 
 }  // namespace swa

@@ -200,7 +200,7 @@ TEST(RoundTrip, ErrorWithinE4m3Bounds) {
 }
 
 TEST(RingAddress, MatchesSpecFormula) {
-  // SPEC section 3: row r at (r / R) * slot_bytes + (r mod R) * bytes_per_token;
+  // docs/semantics.md, "Slot layout": row r at (r / R) * slot_bytes + (r mod R) * bytes_per_token;
   // heads follow each other every vec_bytes; negative rows are padding.
   const int32_t rows[] = {0, 13, 14, 27, -1, 140, 7};
   RowAddress a;

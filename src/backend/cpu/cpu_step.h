@@ -1,4 +1,5 @@
-// One layer of a planned step on the CPU (SPEC sections 5 and 6).
+// One layer of a planned step on the CPU (docs/semantics.md, "Steps and plans",
+// "Attention").
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // CudaBackend::RunStep: one layer of a planned step as a chain of kernels on
-// the caller's stream (SPEC sections 5 and 6, docs/cuda_backend.md).
+// the caller's stream (docs/semantics.md, "Steps and plans" and
+// "Attention"; docs/cuda_backend.md).
 //   ring-only: encode new K/V into their ring rows -> decode attention (ring)
 //   staged:    encode into section 2 -> load section 1 -> prefill attention
 //              -> store section 2 into the ring
@@ -196,7 +197,7 @@ absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, cudaStream_t stre
       at.staging = staging;
       st = CudaStatus(kernels::LaunchPrefillAttention(at, stream), "prefill attention");
     }
-    if (st.ok()) {  // only after attention has read section 1 (SPEC 5b)
+    if (st.ok()) {  // only after attention has read section 1 ("Store plan")
       kernels::StoreParams sp;
       sp.staged = sec2;
       sp.store_rows = d_store_rows;
