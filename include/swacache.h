@@ -12,6 +12,13 @@
  *  - Handles are opaque; create/destroy come in pairs; destroy accepts NULL.
  *  - Device streams are `void*` (a cudaStream_t on the CUDA backend).
  *
+ * API stability before 1.0: a declaration is stable unless its documentation
+ * says "Experimental: may change before 1.0." Stable calls and structs change
+ * only compatibly (new functions, appended struct fields) until 1.0.
+ * Experimental ones (swa_project, the codec calls, the Redis store,
+ * swa_cache_store_exists/remove) may change or go in any 0.x minor release.
+ * The list is in docs/api.md, "API stability".
+ *
  * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
  * below names one of its sections, `\ref md_docs_...` a guide under docs/.
  */
@@ -28,7 +35,7 @@ extern "C" {
 /** \file swacache.h
  *  \brief The public C API of libswacache.
  *  \see \ref semantics "docs/semantics.md" for what the calls compute and
- *  \ref md_docs_api "docs/api.md" for the conventions. */
+ *  \ref md_docs_api "docs/api.md" for the conventions and API stability. */
 
 /** \def SWA_API
  *  \brief Marks the exported functions (default visibility); every other symbol
@@ -675,6 +682,7 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
 
 /** \brief Bytes of one stored vector of `dim` values in `format` (\ref sem_slot_layout):
  *  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] format A swa_format_t value.
  *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
  *  \param[out] out Receives the byte count; unchanged on failure.
@@ -689,6 +697,7 @@ SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, 
  *  a 32-value block holding a NaN or Inf gets scale 0xFF and codes 0x7F. BF16:
  *  round to nearest even (NaN kept, quietened). FP32: the values as they are.
  *  Results are bit-identical on every CPU path and on the CUDA kernels.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] format Stored format.
  *  \param[in] mode MXFP8 scale rule (ignored, but still validated, for BF16/FP32).
  *  \param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type.
@@ -718,6 +727,7 @@ SWA_API swa_status_t swa_codec_encode(swa_format_t format, swa_scale_mode_t mode
  *  included); a block with scale 0xFF, and any NaN code, decodes to the quiet
  *  NaN 0x7FC00000 (BF16 0x7FC0). Scale bytes above 247, which the encoder never
  *  writes, may overflow to +-Inf. BF16 output rounds to nearest even.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] format Stored format.
  *  \param[in] src `n_vectors * swa_format_vector_bytes(format, dim)` bytes,
  *  aligned to 4 (FP32) or 2 (BF16) for those formats. Borrowed for the call.
@@ -737,6 +747,7 @@ SWA_API swa_status_t swa_codec_decode(swa_format_t format, const void* src, size
                                       uint64_t* nonfinite_blocks);
 
 /** \brief MXFP8 shorthand for swa_codec_encode(SWA_FORMAT_MXFP8, mode, ...).
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type.
  *  \param[in] src_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
  *  \param[in] n_vectors Number of vectors; 0 is a no-op.
@@ -751,6 +762,7 @@ SWA_API swa_status_t swa_mxfp8_encode(const void* src, swa_dtype_t src_dtype, si
                                       uint64_t* nonfinite_blocks);
 
 /** \brief MXFP8 shorthand for swa_codec_decode(SWA_FORMAT_MXFP8, ...).
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] src `n_vectors * (dim + dim/32)` bytes.
  *  \param[in] n_vectors Number of vectors; 0 is a no-op.
  *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
@@ -768,6 +780,7 @@ SWA_API swa_status_t swa_mxfp8_decode(const uint8_t* src, size_t n_vectors, uint
  *  SWACACHE_CODEC, read once at first use, forces one: "scalar", "avx2" or
  *  "avx512" (a forced path the CPU lacks falls back to the next one down).
  *  All paths give identical bytes.
+ *  \warning Experimental: may change before 1.0.
  *  \return A static string; never NULL.
  *  \note Thread-safe. */
 SWA_API const char* swa_codec_cpu_path(void);
@@ -896,6 +909,7 @@ SWA_API swa_status_t swa_slot_restore(swa_cache_t* cache, uint32_t slot, const u
                                       size_t key_len);
 
 /** \brief Ask the attached store whether a blob is stored under `key`.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] cache The cache.
  *  \param[in] key Engine key bytes (prefixed like swa_slot_save() does).
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
@@ -907,6 +921,7 @@ SWA_API swa_status_t swa_cache_store_exists(swa_cache_t* cache, const uint8_t* k
                                             size_t key_len, uint32_t* exists);
 
 /** \brief Delete the blob stored under `key` from the attached store.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] cache The cache.
  *  \param[in] key Engine key bytes (prefixed like swa_slot_save() does).
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
@@ -995,7 +1010,8 @@ SWA_API void swa_directory_store_config_init(swa_directory_store_config_t* confi
 SWA_API swa_status_t swa_store_directory_create(const swa_directory_store_config_t* config,
                                                 swa_kv_store_t* out);
 
-/** \brief Configuration of the built-in Redis store. */
+/** \brief Configuration of the built-in Redis store.
+ *  \warning Experimental: may change before 1.0. */
 typedef struct swa_redis_store_config {
   size_t struct_size;         /**< sizeof(swa_redis_store_config_t), set by init. */
   const char* host;           /**< Server host name or address. Default "127.0.0.1". */
@@ -1008,6 +1024,7 @@ typedef struct swa_redis_store_config {
 } swa_redis_store_config_t;
 
 /** \brief Fill *config with the defaults listed on swa_redis_store_config_t.
+ *  \warning Experimental: may change before 1.0.
  *  \param[out] config Written in full; NULL is ignored.
  *  \note Thread-safe. */
 SWA_API void swa_redis_store_config_init(swa_redis_store_config_t* config);
@@ -1015,6 +1032,7 @@ SWA_API void swa_redis_store_config_init(swa_redis_store_config_t* config);
 /** \brief Create a store on a Redis server: one SET per blob (with the optional
  *  TTL), GET, EXISTS, DEL. Connects once to fail early; each call then borrows
  *  a pooled connection, so the store is thread-safe.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] config Borrowed for the call (strings are copied).
  *  \param[out] out Filled with the callback table (see swa_store_memory_create()
  *  for the ownership rules); unchanged on failure.
@@ -1027,13 +1045,15 @@ SWA_API swa_status_t swa_store_redis_create(const swa_redis_store_config_t* conf
 
 /* ---- Projection ----------------------------------------------------------- */
 
-/** \brief How swa_project() reads its weight matrix (values pinned). */
+/** \brief How swa_project() reads its weight matrix (values pinned).
+ *  \warning Experimental: may change before 1.0. */
 typedef enum swa_weight_layout {
   SWA_WEIGHT_OUT_IN = 0, /**< weight[q_dim + kv_dim, hidden_dim] row-major (torch.nn.Linear.weight). */
   SWA_WEIGHT_IN_OUT = 1  /**< weight[hidden_dim, q_dim + kv_dim] row-major. */
 } swa_weight_layout_t;
 
 /** \brief Arguments of swa_project(). Fill with swa_project_args_init().
+ *  \warning Experimental: may change before 1.0.
  *
  *  The merged projection that produces a layer's query latents and SWA KV
  *  vectors from hidden states in one GEMM:
@@ -1057,6 +1077,7 @@ typedef struct swa_project_args {
 } swa_project_args_t;
 
 /** \brief Fill *args with the defaults listed on swa_project_args_t (pointers NULL, sizes 0).
+ *  \warning Experimental: may change before 1.0.
  *  \param[out] args Written in full; NULL is ignored.
  *  \note Thread-safe. */
 SWA_API void swa_project_args_init(swa_project_args_t* args);
@@ -1065,6 +1086,7 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
  *
  *  CPU backend: a cache-blocked, multi-threaded GEMM that returns when done.
  *  CUDA backend: one cuBLASLt matmul enqueued on args->stream.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] cache Selects the backend (and CUDA device); its slots are not touched.
  *  \param[in] args The tensors and sizes.
  *  \retval SWA_OK on success.
