@@ -1,4 +1,4 @@
-// The device abstraction under the cache: memory now, kernels later (issue 5).
+// The device abstraction under the cache: memory, copies and the step kernels.
 // cache/ and plan/ only ever talk to this interface.
 #pragma once
 
