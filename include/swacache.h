@@ -877,6 +877,7 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
  *  valid_start, the highest position stored so far, payload length, CRC32C)
  *  followed by the stored bytes. Call it between steps: a built plan has
  *  already advanced written_end.
+ *  \see \ref md_docs_store "docs/store.md", \ref sem_store_blob.
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
  *  \param[in] key Engine key bytes, borrowed for the call.
@@ -884,7 +885,6 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
  *  \retval SWA_OK; SWA_FAILED_PRECONDITION when no store is attached or the slot
  *  is not allocated; SWA_OUT_OF_RANGE for a bad slot id; SWA_INVALID_ARGUMENT for
  *  a bad key; SWA_UNIMPLEMENTED when the store has no put; else the store's error.
- *  \see \ref md_docs_store "docs/store.md", \ref sem_store_blob.
  *  \note Thread-safe; the slot's bytes are read without a copy (host pools), so
  *  no step may write the slot during the call. */
 SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
@@ -894,6 +894,7 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  a staging buffer and verified in full (magic, version, fingerprint, sizes,
  *  checksum) before the slot's stored region, written_end and valid_start are
  *  overwritten. Dropped layers and compression state are left as they are.
+ *  \see \ref md_docs_store "docs/store.md".
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
  *  \param[in] key Engine key bytes, borrowed for the call.
@@ -903,7 +904,6 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  blob of another layout or format version, when no store is attached or the
  *  slot is not allocated; SWA_OUT_OF_RANGE; SWA_INVALID_ARGUMENT; else the store's
  *  error. On any failure the slot is byte-for-byte unchanged.
- *  \see \ref md_docs_store "docs/store.md".
  *  \note Thread-safe; no step may use the slot during the call. */
 SWA_API swa_status_t swa_slot_restore(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
                                       size_t key_len);
@@ -1024,8 +1024,8 @@ typedef struct swa_redis_store_config {
 } swa_redis_store_config_t;
 
 /** \brief Fill *config with the defaults listed on swa_redis_store_config_t.
- *  \warning Experimental: may change before 1.0.
  *  \param[out] config Written in full; NULL is ignored.
+ *  \warning Experimental: may change before 1.0.
  *  \note Thread-safe. */
 SWA_API void swa_redis_store_config_init(swa_redis_store_config_t* config);
 
