@@ -1,4 +1,4 @@
-// Planner throughput (issue 3):
+// Planner throughput:
 //  (a) 1024 sequences x 6 tokens decode at W 128 (N 5, R 134) with the full
 //      [T, W] index exported, against memset of the same index bytes;
 //  (b) 64 sequences x 512-token prefill chunks (staged path).

@@ -11,6 +11,16 @@
  *    appended; a struct_size the library does not know is an error.
  *  - Handles are opaque; create/destroy come in pairs; destroy accepts NULL.
  *  - Device streams are `void*` (a cudaStream_t on the CUDA backend).
+ *
+ * API stability before 1.0: a declaration is stable unless its documentation
+ * says "Experimental: may change before 1.0." Stable calls and structs change
+ * only compatibly (new functions, appended struct fields) until 1.0.
+ * Experimental ones (swa_project, the codec calls, the Redis store,
+ * swa_cache_store_exists/remove) may change or go in any 0.x minor release.
+ * The list is in docs/api.md, "API stability".
+ *
+ * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
+ * below names one of its sections, `\ref md_docs_...` a guide under docs/.
  */
 #ifndef SWACACHE_H_
 #define SWACACHE_H_
@@ -23,7 +33,9 @@ extern "C" {
 #endif
 
 /** \file swacache.h
- *  \brief The public C API of libswacache. */
+ *  \brief The public C API of libswacache.
+ *  \see \ref semantics "docs/semantics.md" for what the calls compute and
+ *  \ref md_docs_api "docs/api.md" for the conventions and API stability. */
 
 /** \def SWA_API
  *  \brief Marks the exported functions (default visibility); every other symbol
@@ -45,7 +57,7 @@ extern "C" {
 /** \brief Major version: changes only when the ABI breaks. */
 #define SWA_VERSION_MAJOR 0
 /** \brief Minor version: new functions or appended struct fields. */
-#define SWA_VERSION_MINOR 1
+#define SWA_VERSION_MINOR 2
 /** \brief Patch version: fixes only. */
 #define SWA_VERSION_PATCH 0
 /** \brief `major * 10000 + minor * 100 + patch` of this header. */
@@ -95,12 +107,13 @@ SWA_API const char* swa_status_string(swa_status_t status);
  *  \return A thread-local string owned by the library, valid until the next
  *  failing call on this thread; "" when no call on this thread has failed.
  *  Successful calls do not clear it.
+ *  \see \ref md_docs_api "docs/api.md": which status code when.
  *  \note Thread-safe: each thread sees only its own message. */
 SWA_API const char* swa_last_error(void);
 
 /* ---- Enumerations ------------------------------------------------------- */
 
-/** \brief Storage format of the KV vectors in a layer's ring (SPEC section 3). */
+/** \brief Storage format of the KV vectors in a layer's ring (\ref sem_slot_layout). */
 typedef enum swa_format {
   SWA_FORMAT_MXFP8 = 0, /**< D E4M3 codes then D/32 E8M0 scales: D + D/32 bytes. */
   SWA_FORMAT_BF16 = 1,  /**< 2D bytes. */
@@ -113,7 +126,7 @@ typedef enum swa_dtype {
   SWA_DTYPE_BF16 = 1  /**< bfloat16, stored as uint16_t. */
 } swa_dtype_t;
 
-/** \brief How an MXFP8 block's E8M0 scale is chosen (SPEC section 4). */
+/** \brief How an MXFP8 block's E8M0 scale is chosen (\ref sem_mxfp8). */
 typedef enum swa_scale_mode {
   SWA_SCALE_CEIL = 0, /**< Smallest power of two with amax/scale <= 448 (default). */
   SWA_SCALE_FLOOR = 1 /**< OCP rule: exponent(amax) - 8; large elements saturate. */
@@ -188,7 +201,7 @@ SWA_API void swa_config_init(swa_config_t* config);
 
 /* ---- Layout ------------------------------------------------------------- */
 
-/** \brief Whole-slot layout of a cache (SPEC section 3). */
+/** \brief Whole-slot layout of a cache (\ref sem_slot_layout). */
 typedef struct swa_layout {
   size_t struct_size;         /**< Set by the caller to sizeof(swa_layout_t). */
   uint32_t window;            /**< W. */
@@ -256,6 +269,7 @@ typedef struct swa_cache swa_cache_t;
  *  the backend's step kernels cannot run (e.g. a head dim outside its list; the
  *  message names the layer and the value): a cache that was created runs every
  *  one of its layers.
+ *  \see \ref md_docs_api "docs/api.md" (backends, ownership), \ref md_docs_layout "docs/layout.md".
  *  \note Thread-safe. The caller owns the cache and frees it with swa_cache_destroy(). */
 SWA_API swa_status_t swa_cache_create(const swa_config_t* config, swa_cache_t** out);
 
@@ -267,6 +281,7 @@ SWA_API void swa_cache_destroy(swa_cache_t* cache);
  *  \param[in] cache The cache.
  *  \param[out] out out->struct_size must be set by the caller.
  *  \retval SWA_OK, or SWA_INVALID_ARGUMENT for NULL or a bad struct_size.
+ *  \see \ref md_docs_layout "docs/layout.md", \ref sem_memory.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_cache_layout(const swa_cache_t* cache, swa_layout_t* out);
 
@@ -288,6 +303,7 @@ SWA_API swa_status_t swa_cache_layer_layout(const swa_cache_t* cache, uint32_t l
  *  \param[out] out out->struct_size must be set by the caller.
  *  \retval SWA_OK; SWA_OUT_OF_RANGE for a bad layer; SWA_INVALID_ARGUMENT for NULL
  *  or a bad struct_size.
+ *  \see \ref sem_slot_layout, \ref md_docs_layout "docs/layout.md".
  *  \note Thread-safe. Ring row `r = slot * R + (p mod R)` lives at
  *  `data + (r / R) * slot_bytes + (r mod R) * bytes_per_token`. */
 SWA_API swa_status_t swa_cache_layer_view(const swa_cache_t* cache, uint32_t layer,
@@ -295,7 +311,7 @@ SWA_API swa_status_t swa_cache_layer_view(const swa_cache_t* cache, uint32_t lay
 
 /* ---- Slots -------------------------------------------------------------- */
 
-/** \brief Per-slot state (SPEC sections 2 and 8). */
+/** \brief Per-slot state (\ref sem_rewind, \ref sem_replay). */
 typedef struct swa_slot_info {
   size_t struct_size;         /**< Set by the caller to sizeof(swa_slot_info_t). */
   uint32_t slot;              /**< The slot id. */
@@ -353,7 +369,7 @@ SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot,
 
 /* ---- Slot valid_start and bounded replay -------------------------------- */
 
-/** \brief Raise a slot's valid_start (SPEC section 8): positions below it are
+/** \brief Raise a slot's valid_start (\ref sem_replay): positions below it are
  *  treated as missing; loads zero-fill them and no index names them.
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
@@ -368,7 +384,7 @@ SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot,
 SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
                                               int32_t valid_start);
 
-/** \brief Prepare a slot for bounded replay (SPEC section 8): after a prefix
+/** \brief Prepare a slot for bounded replay (\ref sem_replay): after a prefix
  *  hit of `hit_len` tokens for the global layers, the engine re-runs only
  *  positions `max(0, hit_len - W) ... hit_len - 1` as a prefill.
  *  Sets valid_start = written_end = max(0, hit_len - W), so that a step with
@@ -382,13 +398,14 @@ SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a negative hit_len;
  *  SWA_OUT_OF_RANGE for a slot id past the pool; SWA_FAILED_PRECONDITION for a
  *  slot that is not allocated or holds positions (reset it first).
+ *  \see \ref md_docs_planner "docs/planner.md".
  *  \note Thread-safe (internally locked). */
 SWA_API swa_status_t swa_slot_begin_replay(swa_cache_t* cache, uint32_t slot, int32_t hit_len,
                                            int32_t* replay_start, int32_t* replay_len);
 
 /* ---- Plan --------------------------------------------------------------- */
 
-/** \brief One sequence of a step (SPEC section 5). A plain array element
+/** \brief One sequence of a step (\ref sem_plans). A plain array element
  *  without struct_size: its 16-byte layout is fixed and matches device arrays.
  *  `seqlen_k` tokens exist after the step, `seqlen_q` of them are new, so
  *  `q_start = seqlen_k - seqlen_q`. */
@@ -404,7 +421,7 @@ typedef struct swa_seq {
 /** \brief Opaque step plan: built once per step, read by every layer. */
 typedef struct swa_plan swa_plan_t;
 
-/** \brief Execution path of a built plan (SPEC section 5). */
+/** \brief Execution path of a built plan (\ref sem_plans). */
 typedef enum swa_plan_path {
   SWA_PLAN_PATH_NONE = 0,  /**< Not built, or cancelled. */
   SWA_PLAN_PATH_RING = 1,  /**< Ring-only: every seqlen_q <= R - W + 1. */
@@ -472,7 +489,7 @@ SWA_API swa_status_t swa_plan_create_with_options(swa_cache_t* cache,
  *  \note Not thread-safe with other calls on the same plan. */
 SWA_API void swa_plan_destroy(swa_plan_t* plan);
 
-/** \brief Plan one step: validate every sequence (SPEC sections 2 and 5b), then
+/** \brief Plan one step: validate every sequence (\ref sem_rewind, \ref sem_pivots), then
  *  advance each slot (written_end = seqlen_k; valid_start raised to the
  *  effective value) and compute every index of the step. Reuses the plan's
  *  memory. Building a built plan again keeps the previous build's slot updates.
@@ -489,6 +506,7 @@ SWA_API void swa_plan_destroy(swa_plan_t* plan);
  *  keeps, or q_start below the slot's valid_start.
  *  On failure the message names the sequence index and the numbers, and
  *  neither the slots nor the plan change.
+ *  \see \ref md_docs_planner "docs/planner.md" (rewinds, cancel, rebuild, threading).
  *  \note The plan is not thread-safe; builds of different plans on one cache
  *  are serialised by the slot table's lock. */
 SWA_API swa_status_t swa_plan_build(swa_plan_t* plan, const swa_seq_t* seqs, uint32_t n_seqs);
@@ -509,7 +527,7 @@ SWA_API swa_status_t swa_plan_cancel(swa_plan_t* plan);
  *  \note Safe concurrently with other readers of the same plan. */
 SWA_API swa_status_t swa_plan_info(const swa_plan_t* plan, swa_plan_info_t* out);
 
-/** \brief Export the ring-only decode gather (SPEC section 5a).
+/** \brief Export the ring-only decode gather (\ref sem_decode_index).
  *  \param[in] plan A plan built on the ring-only path.
  *  \param[out] offset_len int32 [T, 2]: (first ring row, key count) per token; may be NULL.
  *  \param[out] index int32 [T, W]: ring rows oldest first, then padding; may be NULL.
@@ -526,7 +544,7 @@ typedef struct swa_segment {
   int32_t count;   /**< Rows in the run, >= 1. */
 } swa_segment_t;
 
-/** \brief Export the staged path's load plan (SPEC section 5b): dst_row is a
+/** \brief Export the staged path's load plan (\ref sem_load_plan): dst_row is a
  *  staging section-1 row, src_row a flat ring row `slot * R + ring_slot` or -1
  *  (zero fill). At most three segments per sequence, n_seqs * W rows in all.
  *  \param[in] plan A plan built on the staged path.
@@ -540,7 +558,7 @@ typedef struct swa_segment {
 SWA_API swa_status_t swa_plan_load_segments(const swa_plan_t* plan, swa_segment_t* out,
                                             size_t capacity, size_t* count);
 
-/** \brief Export the staged path's pivots (SPEC section 5b), int32 [T, 4]:
+/** \brief Export the staged path's pivots (\ref sem_pivots), int32 [T, 4]:
  *  token t attends to staging rows [p0, p0 + p1) and [p2, p2 + p3).
  *  \param[in] plan A plan built on the staged path.
  *  \param[out] pivots int32 [T, 4].
@@ -614,7 +632,7 @@ typedef struct swa_step_args {
  *  \note Thread-safe. */
 SWA_API void swa_step_args_init(swa_step_args_t* args);
 
-/** \brief Run one layer of a planned step (SPEC sections 5 and 6).
+/** \brief Run one layer of a planned step (\ref sem_plans, \ref sem_attention).
  *
  *  Ring-only plans: the new K/V of every token are encoded in the layer's
  *  format and written to their ring rows, then each token attends over the rows
@@ -626,6 +644,8 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *
  *  Run every layer of the cache once per built plan, in any order; the first
  *  successful call makes the plan no longer cancellable.
+ *  \see \ref md_docs_step "docs/step.md", \ref md_docs_cpu_attention "docs/cpu_attention.md",
+ *  \ref md_docs_cuda_backend "docs/cuda_backend.md".
  *  \param[in,out] cache The cache the plan was created for.
  *  \param[in,out] plan A built plan of this cache. Its first successful step
  *  marks it executed; the first step after each build also derives, once, what
@@ -663,8 +683,9 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
 
 /* ---- Codec -------------------------------------------------------------- */
 
-/** \brief Bytes of one stored vector of `dim` values in `format` (SPEC section 3):
+/** \brief Bytes of one stored vector of `dim` values in `format` (\ref sem_slot_layout):
  *  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] format A swa_format_t value.
  *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
  *  \param[out] out Receives the byte count; unchanged on failure.
@@ -673,12 +694,13 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
 SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, uint32_t* out);
 
 /** \brief Encode `n_vectors` contiguous vectors into the stored form of `format`
- *  (SPEC section 4 for MXFP8), exactly as the cache stores KV vectors.
+ *  (\ref sem_mxfp8 for MXFP8), exactly as the cache stores KV vectors.
  *
  *  MXFP8: each vector becomes `dim` E4M3 codes followed by `dim/32` E8M0 scales;
  *  a 32-value block holding a NaN or Inf gets scale 0xFF and codes 0x7F. BF16:
  *  round to nearest even (NaN kept, quietened). FP32: the values as they are.
  *  Results are bit-identical on every CPU path and on the CUDA kernels.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] format Stored format.
  *  \param[in] mode MXFP8 scale rule (ignored, but still validated, for BF16/FP32).
  *  \param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type.
@@ -694,6 +716,7 @@ SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, 
  *  \retval SWA_INVALID_ARGUMENT for an unknown enum value, a bad dim, a NULL or
  *  misaligned buffer, overlapping buffers or a size that overflows; nothing is
  *  written then.
+ *  \see \ref md_docs_codec "docs/codec.md".
  *  \note Thread-safe; runs on the calling thread. Assumes the default floating
  *  point environment (no flush-to-zero / denormals-are-zero). */
 SWA_API swa_status_t swa_codec_encode(swa_format_t format, swa_scale_mode_t mode,
@@ -707,6 +730,7 @@ SWA_API swa_status_t swa_codec_encode(swa_format_t format, swa_scale_mode_t mode
  *  included); a block with scale 0xFF, and any NaN code, decodes to the quiet
  *  NaN 0x7FC00000 (BF16 0x7FC0). Scale bytes above 247, which the encoder never
  *  writes, may overflow to +-Inf. BF16 output rounds to nearest even.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] format Stored format.
  *  \param[in] src `n_vectors * swa_format_vector_bytes(format, dim)` bytes,
  *  aligned to 4 (FP32) or 2 (BF16) for those formats. Borrowed for the call.
@@ -726,6 +750,7 @@ SWA_API swa_status_t swa_codec_decode(swa_format_t format, const void* src, size
                                       uint64_t* nonfinite_blocks);
 
 /** \brief MXFP8 shorthand for swa_codec_encode(SWA_FORMAT_MXFP8, mode, ...).
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type.
  *  \param[in] src_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
  *  \param[in] n_vectors Number of vectors; 0 is a no-op.
@@ -740,6 +765,7 @@ SWA_API swa_status_t swa_mxfp8_encode(const void* src, swa_dtype_t src_dtype, si
                                       uint64_t* nonfinite_blocks);
 
 /** \brief MXFP8 shorthand for swa_codec_decode(SWA_FORMAT_MXFP8, ...).
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] src `n_vectors * (dim + dim/32)` bytes.
  *  \param[in] n_vectors Number of vectors; 0 is a no-op.
  *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
@@ -757,6 +783,7 @@ SWA_API swa_status_t swa_mxfp8_decode(const uint8_t* src, size_t n_vectors, uint
  *  SWACACHE_CODEC, read once at first use, forces one: "scalar", "avx2" or
  *  "avx512" (a forced path the CPU lacks falls back to the next one down).
  *  All paths give identical bytes.
+ *  \warning Experimental: may change before 1.0.
  *  \return A static string; never NULL.
  *  \note Thread-safe. */
 SWA_API const char* swa_codec_cpu_path(void);
@@ -780,6 +807,7 @@ typedef struct swa_iov {
 /** \brief External KV store: a callback table implemented by the engine (or
  *  returned by a built-in store constructor) and handed to swa_cache_set_store().
  *  Fill with swa_kv_store_init() first.
+ *  \see \ref md_docs_store "docs/store.md" (blob format, built-in stores).
  *
  *  Keys are byte strings (not NUL-terminated). The library passes the engine's
  *  key prefixed with the cache's layout fingerprint as 16 lowercase hex digits
@@ -847,11 +875,12 @@ SWA_API void swa_kv_store_init(swa_kv_store_t* store);
  *  started with; the replaced store is released when the last of them ends. */
 SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_t* store);
 
-/** \brief Persist the stored region of a slot (SPEC section 7) under `key`:
+/** \brief Persist the stored region of a slot (\ref sem_store_blob) under `key`:
  *  one blob with a header (magic, version, layout fingerprint, written_end,
  *  valid_start, the highest position stored so far, payload length, CRC32C)
  *  followed by the stored bytes. Call it between steps: a built plan has
  *  already advanced written_end.
+ *  \see \ref md_docs_store "docs/store.md", \ref sem_store_blob.
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
  *  \param[in] key Engine key bytes, borrowed for the call.
@@ -868,6 +897,7 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  a staging buffer and verified in full (magic, version, fingerprint, sizes,
  *  checksum) before the slot's stored region, written_end and valid_start are
  *  overwritten. Dropped layers and compression state are left as they are.
+ *  \see \ref md_docs_store "docs/store.md".
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
  *  \param[in] key Engine key bytes, borrowed for the call.
@@ -882,6 +912,7 @@ SWA_API swa_status_t swa_slot_restore(swa_cache_t* cache, uint32_t slot, const u
                                       size_t key_len);
 
 /** \brief Ask the attached store whether a blob is stored under `key`.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] cache The cache.
  *  \param[in] key Engine key bytes (prefixed like swa_slot_save() does).
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
@@ -893,6 +924,7 @@ SWA_API swa_status_t swa_cache_store_exists(swa_cache_t* cache, const uint8_t* k
                                             size_t key_len, uint32_t* exists);
 
 /** \brief Delete the blob stored under `key` from the attached store.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] cache The cache.
  *  \param[in] key Engine key bytes (prefixed like swa_slot_save() does).
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
@@ -981,7 +1013,8 @@ SWA_API void swa_directory_store_config_init(swa_directory_store_config_t* confi
 SWA_API swa_status_t swa_store_directory_create(const swa_directory_store_config_t* config,
                                                 swa_kv_store_t* out);
 
-/** \brief Configuration of the built-in Redis store. */
+/** \brief Configuration of the built-in Redis store.
+ *  \warning Experimental: may change before 1.0. */
 typedef struct swa_redis_store_config {
   size_t struct_size;         /**< sizeof(swa_redis_store_config_t), set by init. */
   const char* host;           /**< Server host name or address. Default "127.0.0.1". */
@@ -995,12 +1028,14 @@ typedef struct swa_redis_store_config {
 
 /** \brief Fill *config with the defaults listed on swa_redis_store_config_t.
  *  \param[out] config Written in full; NULL is ignored.
+ *  \warning Experimental: may change before 1.0.
  *  \note Thread-safe. */
 SWA_API void swa_redis_store_config_init(swa_redis_store_config_t* config);
 
 /** \brief Create a store on a Redis server: one SET per blob (with the optional
  *  TTL), GET, EXISTS, DEL. Connects once to fail early; each call then borrows
  *  a pooled connection, so the store is thread-safe.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] config Borrowed for the call (strings are copied).
  *  \param[out] out Filled with the callback table (see swa_store_memory_create()
  *  for the ownership rules); unchanged on failure.
@@ -1013,13 +1048,15 @@ SWA_API swa_status_t swa_store_redis_create(const swa_redis_store_config_t* conf
 
 /* ---- Projection ----------------------------------------------------------- */
 
-/** \brief How swa_project() reads its weight matrix (values pinned). */
+/** \brief How swa_project() reads its weight matrix (values pinned).
+ *  \warning Experimental: may change before 1.0. */
 typedef enum swa_weight_layout {
   SWA_WEIGHT_OUT_IN = 0, /**< weight[q_dim + kv_dim, hidden_dim] row-major (torch.nn.Linear.weight). */
   SWA_WEIGHT_IN_OUT = 1  /**< weight[hidden_dim, q_dim + kv_dim] row-major. */
 } swa_weight_layout_t;
 
 /** \brief Arguments of swa_project(). Fill with swa_project_args_init().
+ *  \warning Experimental: may change before 1.0.
  *
  *  The merged projection that produces a layer's query latents and SWA KV
  *  vectors from hidden states in one GEMM:
@@ -1043,6 +1080,7 @@ typedef struct swa_project_args {
 } swa_project_args_t;
 
 /** \brief Fill *args with the defaults listed on swa_project_args_t (pointers NULL, sizes 0).
+ *  \warning Experimental: may change before 1.0.
  *  \param[out] args Written in full; NULL is ignored.
  *  \note Thread-safe. */
 SWA_API void swa_project_args_init(swa_project_args_t* args);
@@ -1051,6 +1089,7 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
  *
  *  CPU backend: a cache-blocked, multi-threaded GEMM that returns when done.
  *  CUDA backend: one cuBLASLt matmul enqueued on args->stream.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] cache Selects the backend (and CUDA device); its slots are not touched.
  *  \param[in] args The tensors and sizes.
  *  \retval SWA_OK on success.
@@ -1059,6 +1098,7 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
  *  element counts overflow, unknown dtype or weight layout.
  *  \retval SWA_INTERNAL (or another code) when the CUDA runtime or cuBLASLt
  *  fails; the message carries its text.
+ *  \see \ref md_docs_cuda_backend "docs/cuda_backend.md" (the cuBLASLt and CPU GEMM paths).
  *  \note Thread-safe; concurrent calls on one CUDA cache are serialised. */
 SWA_API swa_status_t swa_project(swa_cache_t* cache, const swa_project_args_t* args);
 

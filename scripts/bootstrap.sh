@@ -2,6 +2,12 @@
 # Make sure the build dependencies are present. As root, missing Debian
 # packages are installed with apt-get; otherwise the missing ones are listed.
 # Usage: scripts/bootstrap.sh [--test]   (--test adds what the test suite needs)
+#
+# With --test, the Python test dependencies (numpy, ml_dtypes, pytest) go into
+# a virtual environment of their own, never into the system interpreter:
+#   SWACACHE_VENV   where it lives (default: $HOME/.cache/swacache-venv)
+# Its interpreter, $SWACACHE_VENV/bin/python, is what CMake gets as
+# -DSWACACHE_PYTHON (scripts/test.sh does that).
 set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -9,7 +15,7 @@ want_test=0
 pkgs=(cmake g++ ninja-build pkg-config libabsl-dev)
 if [ $want_test = 1 ]; then
   pkgs+=(libgtest-dev libbenchmark-dev libopenblas-dev doxygen libhiredis-dev redis-server
-         python3 python3-pip binutils)
+         python3 python3-venv binutils)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -29,11 +35,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ $want_test = 1 ]; then
-  py=$(command -v python3)
-  if ! "$py" -c 'import numpy, ml_dtypes, pytest' 2>/dev/null; then
-    echo "bootstrap: pip install numpy ml_dtypes pytest"
-    "$py" -m pip install --quiet numpy ml_dtypes pytest 2>/dev/null ||
-      "$py" -m pip install --quiet --break-system-packages numpy ml_dtypes pytest
+  venv="${SWACACHE_VENV:-$HOME/.cache/swacache-venv}"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "bootstrap: creating the Python test environment $venv"
+    mkdir -p "$(dirname "$venv")"
+    python3 -m venv "$venv"
+  fi
+  if ! "$venv/bin/python" -c 'import numpy, ml_dtypes, pytest' 2>/dev/null; then
+    echo "bootstrap: installing numpy ml_dtypes pytest into $venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check numpy ml_dtypes pytest
   fi
 fi
 # nvcc is often installed outside PATH.

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/dense_reference.h"
+#include "common/dense_reference.h"
 #include "layout_report.h"
 #include "presets.h"
 #include "swacache.h"
@@ -85,7 +85,7 @@ int RunDemo(const DemoOptions& opt) {
   auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
 
-  std::vector<swa_test::ReferenceModel::Layer> ref_layers;
+  std::vector<swa_reference::ReferenceModel::Layer> ref_layers;
   std::vector<std::vector<float>> sinks(layers.size());
   for (size_t l = 0; l < layers.size(); ++l) {
     const swa_layer_desc_t& d = layers[l];
@@ -96,7 +96,7 @@ int RunDemo(const DemoOptions& opt) {
     ref_layers.push_back({d.kv_format, int(d.q_heads), int(d.kv_heads), int(d.head_dim),
                           d.shared_kv != 0, sinks[l]});
   }
-  swa_test::ReferenceModel model(int(lay.window), ref_layers);
+  swa_reference::ReferenceModel model(int(lay.window), ref_layers);
 
   std::vector<Seq> seqs(opt.sequences);
   for (Seq& s : seqs) {
@@ -173,7 +173,7 @@ int RunDemo(const DemoOptions& opt) {
       std::thread helper(work, 1, 2);
       work(0, 2);
       helper.join();
-      worst = std::max(worst, swa_test::RelativeL2(out.data(), ref.data(), out.size()));
+      worst = std::max(worst, swa_reference::RelativeL2(out.data(), ref.data(), out.size()));
     }
     tokens += uint64_t(T);
     ++steps;

@@ -58,7 +58,7 @@ void PrintLayoutReport(const swa_cache_t* cache) {
               Bytes(lay.pool_bytes).c_str(), lay.max_slots);
   std::printf("\n%-10s %18s %18s %8s\n", "context", "full cache/seq", "swacache/seq", "ratio");
   for (double tokens : {8192.0, 32768.0, 131072.0}) {
-    // The same layers keeping every token in the same format (SPEC section 9).
+    // The same layers keeping every token in the same format (docs/semantics.md).
     const double full = tokens * bytes_per_token_all;
     std::printf("%-10s %18s %18s %7.1fx\n",
                 (std::to_string(static_cast<int>(tokens / 1024)) + "K").c_str(),

@@ -2,12 +2,16 @@
 //   swacache demo   [--preset=deepseek-v4] [--layers=2] [--sequences=3] ...
 //   swacache layout [--preset=gpt-oss]
 //   swacache slots  [--slots=4]   (allocate every slot, print their offsets)
+//   swacache help [COMMAND] | --help   (commands and their flags)
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "demo_run.h"
 #include "layout_report.h"
@@ -15,13 +19,13 @@
 #include "swacache.h"
 
 ABSL_FLAG(std::string, preset, "deepseek-v4", "model preset: deepseek-v4 or gpt-oss");
-ABSL_FLAG(uint32_t, slots, 4, "state slots in the pool (layout)");
-ABSL_FLAG(uint32_t, layers, 2, "demo: layers of the preset to run (stored and dropped)");
-ABSL_FLAG(uint32_t, sequences, 3, "demo: concurrent sequences");
-ABSL_FLAG(uint32_t, max_prompt, 160, "demo: longest prompt (tokens)");
-ABSL_FLAG(uint32_t, chunk, 64, "demo: prefill chunk (tokens)");
-ABSL_FLAG(uint32_t, decode_steps, 10, "demo: speculative decode steps per sequence");
-ABSL_FLAG(uint64_t, seed, 1, "demo: random seed");
+ABSL_FLAG(uint32_t, slots, 4, "state slots in the pool");
+ABSL_FLAG(uint32_t, layers, 2, "layers of the preset to run (stored and dropped)");
+ABSL_FLAG(uint32_t, sequences, 3, "concurrent sequences");
+ABSL_FLAG(uint32_t, max_prompt, 160, "longest prompt (tokens)");
+ABSL_FLAG(uint32_t, chunk, 64, "prefill chunk (tokens)");
+ABSL_FLAG(uint32_t, decode_steps, 10, "speculative decode steps per sequence");
+ABSL_FLAG(uint64_t, seed, 1, "random seed");
 
 namespace {
 
@@ -29,6 +33,70 @@ int Fail(const char* what, swa_status_t st) {
   std::fprintf(stderr, "swacache: %s failed: %s: %s\n", what, swa_status_string(st),
                swa_last_error());
   return 1;
+}
+
+// The subcommands and the flags each reads; `help` prints this table with
+// every flag's help text and default taken from its ABSL_FLAG definition.
+struct Command {
+  const char* name;
+  const char* summary;
+  std::vector<const char*> flags;
+};
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"demo",
+       "run a model slice through chunked prefill, speculative decode and a\n"
+       "store round trip, checking every output against an FP64 reference",
+       {"preset", "layers", "sequences", "max_prompt", "chunk", "decode_steps", "seed"}},
+      {"layout", "print a preset's slot layout and what a full cache would cost",
+       {"preset", "slots"}},
+      {"slots", "allocate every slot of a preset's pool and print their offsets",
+       {"preset", "slots"}},
+      {"help", "print this text (`swacache help COMMAND` for one command)", {}},
+  };
+  return commands;
+}
+
+void PrintCommand(const Command& c) {
+  std::printf("  %s\n", c.name);
+  for (const char* line = c.summary; *line;) {
+    const char* end = std::strchr(line, '\n');
+    const size_t n = end ? size_t(end - line) : std::strlen(line);
+    std::printf("      %.*s\n", int(n), line);
+    line += n + (end ? 1 : 0);
+  }
+  for (const char* name : c.flags) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;
+    std::printf("      --%-14s %s (default: %s)\n", name, flag->Help().c_str(),
+                flag->DefaultValue().c_str());
+  }
+}
+
+// Returns the exit code: 0, or 2 for an unknown command name.
+int PrintHelp(const std::string& only) {
+  bool found = only.empty();
+  if (only.empty())
+    std::printf("usage: swacache <command> [--flag=value ...]   (default command: demo)\n\n"
+                "commands:\n");
+  for (const Command& c : Commands()) {
+    if (!only.empty() && only != c.name) continue;
+    found = true;
+    PrintCommand(c);
+  }
+  if (!found) {
+    std::fprintf(stderr, "swacache: unknown command '%s' (try: swacache help)\n", only.c_str());
+    return 2;
+  }
+  if (only.empty())
+    std::printf("\n--helpfull lists every flag of the program, the libraries' included.\n");
+  return 0;
+}
+
+bool IsHelpFlag(const char* arg) {
+  return std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-help") == 0 ||
+         std::strcmp(arg, "-h") == 0 || std::strcmp(arg, "--helpshort") == 0;
 }
 
 int RunLayout(bool allocate) {
@@ -66,9 +134,18 @@ int RunLayout(bool allocate) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("swacache <demo|layout|slots> [--preset=NAME] [flags]");
+  absl::SetProgramUsageMessage("swacache <demo|layout|slots|help> [--flag=value ...]");
+  // Help is answered before absl parses the flags: absl's own --help lists
+  // only flags defined in a file named after the program, i.e. none here.
+  for (int i = 1; i < argc; ++i) {
+    if (IsHelpFlag(argv[i])) {
+      const bool has_cmd = i > 1 && argv[1][0] != '-';
+      return PrintHelp(has_cmd ? argv[1] : "");
+    }
+  }
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string cmd = args.size() > 1 ? args[1] : "demo";
+  if (cmd == "help") return PrintHelp(args.size() > 2 ? args[2] : "");
   if (cmd == "demo") {
     swacache_cli::DemoOptions o;
     o.preset = absl::GetFlag(FLAGS_preset);
@@ -82,6 +159,6 @@ int main(int argc, char** argv) {
   }
   if (cmd == "slots") return RunLayout(/*allocate=*/true);
   if (cmd == "layout") return RunLayout(/*allocate=*/false);
-  std::fprintf(stderr, "swacache: unknown command '%s' (try demo, layout or slots)\n", cmd.c_str());
+  std::fprintf(stderr, "swacache: unknown command '%s' (try: swacache help)\n", cmd.c_str());
   return 2;
 }

@@ -1,4 +1,4 @@
-// SWA attention over stored KV rows (SPEC section 6), for the ring-only path
+// SWA attention over stored KV rows (docs/semantics.md, "Attention"), for the ring-only path
 // (decode / speculative verify, keys read from the ring) and the staged path
 // (prefill / mixed, keys from the staging buffer's sections 1 and 2).
 //
@@ -9,7 +9,7 @@
 //
 // Two kernels share that structure:
 //  - MMA: bf16 mma.sync m16n8k16, FP32 accumulation and online softmax
-//    (error budget of BF16 outputs, SPEC 6);
+//    (error budget of BF16 outputs, docs/semantics.md "Error budgets");
 //  - precise: FP32 FMA throughout, for FP32 outputs or FP32 storage (1e-5).
 #pragma once
 

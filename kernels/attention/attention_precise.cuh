@@ -1,5 +1,5 @@
 // The precise attention kernel: FP32 FMA and accurate expf throughout, for FP32
-// outputs and FP32 storage (SPEC 6's 1e-5 budget). 8 warps x 2 query rows; a
+// outputs and FP32 storage (the 1e-5 of docs/semantics.md "Error budgets"). 8 warps x 2 query rows; a
 // lane owns dims lane + 32c. Key tiles of kKeys rows are dequantised into FP32
 // shared memory once per CTA.
 #pragma once

@@ -20,7 +20,7 @@ struct KeyRange {
   int32_t end;  // exclusive
 };
 
-// ---- Ring-only path (SPEC 5a: offset_len[t] = (row of lo, len)) ----
+// ---- Ring-only path ("Decode index": offset_len[t] = (row of lo, len)) ----
 
 SWA_HOST_DEVICE int32_t RingKeyBase(int32_t q_start, int32_t first_len) {
   return q_start - first_len + 1;
@@ -40,7 +40,7 @@ SWA_HOST_DEVICE int64_t RingKeyRow(uint32_t slot, int32_t base, int32_t k, int32
   return static_cast<int64_t>(slot) * ring_len + (base + k) % ring_len;
 }
 
-// ---- Staged path (SPEC 5b pivots: (p0, p1) in section 1, (p2, p3) in section 2) ----
+// ---- Staged path ("Pivots": (p0, p1) in section 1, (p2, p3) in section 2) ----
 
 SWA_HOST_DEVICE KeyRange StagedTokenKeys(const int32_t* pivot, int32_t seq, int32_t window,
                                          int32_t sec2_first) {

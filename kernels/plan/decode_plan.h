@@ -1,4 +1,4 @@
-// Device-side decode planner (SPEC section 5a on the GPU): the ring-only
+// Device-side decode planner (docs/semantics.md, "Decode index", on the GPU): the ring-only
 // offset_len and index arrays from device-resident sequence arrays, with no
 // host synchronisation, so a decode step can be captured in a CUDA graph.
 // The host planner still validates and advances the slots (a metadata-only

@@ -1,4 +1,4 @@
-// Byte-level row kernels of a step (SPEC 5a/5b): encode the new K/V vectors
+// Byte-level row kernels of a step (docs/semantics.md "Steps and plans"): encode the new K/V vectors
 // into stored rows (ring rows or section 2 of the staging buffer), load
 // section 1 from the load plan, store section 2 into the ring.
 // Params are plain data; launchers are template-free and return cudaError_t.

@@ -1,4 +1,4 @@
-// One 32-element MXFP8 block encoded from FP32 bit patterns (SPEC section 4),
+// One 32-element MXFP8 block encoded from FP32 bit patterns (docs/semantics.md, "MXFP8"),
 // host+device so that the device encoder is unit-tested on the CPU. Built on
 // the exact scalar math of codec/mxfp8_math.h; the byte results equal the CPU
 // codec's (NaN/Inf block: scale 0xFF, every code the NaN code).

@@ -42,7 +42,7 @@ class Backend {
   // for later builds; its stamp is set to plan.stamp on success.
   virtual absl::Status Prepare(const PlanView& plan, std::unique_ptr<PreparedPlan>* prepared) = 0;
 
-  // One layer of a planned step (docs/semantics.md, "A step"): encode the new
+  // One layer of a planned step (docs/semantics.md, "Steps and plans"): encode the new
   // K/V, build the keys each token sees, attend, store into the ring.
   // `prepared` comes from Prepare() of the same build.
   // It may extend `prepared` (e.g. with per-head-shape work lists).

@@ -59,7 +59,7 @@ absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
   return absl::OkStatus();
 }
 
-// ---- External KV store (SPEC section 7; owned by src/store/) ------------------
+// ---- External KV store (docs/semantics.md, "Store blob"; owned by src/store/) ---
 
 void Cache::SetStore(std::shared_ptr<StoreAdaptor> store) {
   std::shared_ptr<StoreAdaptor> old;

@@ -52,7 +52,7 @@ class Cache {
   CacheCounters& counters() { return counters_; }
   const CacheCounters& counters() const { return counters_; }
 
-  // ---- External KV store (SPEC section 7; owned by src/store/) ----------------
+  // ---- External KV store (docs/semantics.md, "Store blob"; owned by src/store/) -
   // Attaches `store` (nullptr detaches). A save/restore in flight keeps the
   // store it started with; the old one is released when the last user ends.
   void SetStore(std::shared_ptr<StoreAdaptor> store);

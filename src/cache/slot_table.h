@@ -1,4 +1,5 @@
-// Per-slot metadata and the free list (SPEC sections 2 and 8).
+// Per-slot metadata and the free list (docs/semantics.md, "Rewinds" and
+// "valid_start and bounded replay").
 #pragma once
 
 #include <cstdint>

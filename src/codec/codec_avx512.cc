@@ -176,7 +176,7 @@ SWA_AVX512_INLINE __m512i TransposeMax16(const __m512i m[16]) {
                           _mm512_shuffle_i32x4(s[0], s[1], 0xDD));
 }
 
-// Scale bytes (SPEC section 4) for 16 amax values; non-finite -> 0xFF.
+// Scale bytes (docs/semantics.md, "MXFP8") for 16 amax values; non-finite -> 0xFF.
 template <bool kCeil>
 SWA_AVX512_INLINE __m512i ScaleBytes(__m512i amax) {
   __m512i byte = _mm512_sub_epi32(_mm512_srli_epi32(amax, 23), _mm512_set1_epi32(8));

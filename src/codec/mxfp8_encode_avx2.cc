@@ -66,7 +66,7 @@ SWA_AVX2_INLINE __m256i TransposeMax8(const __m256i m[8]) {
                           _mm256_permute2x128_si256(q[0], q[1], 0x31));
 }
 
-// Scale bytes (SPEC section 4) for 8 amax values; non-finite -> 0xFF.
+// Scale bytes (docs/semantics.md, "MXFP8") for 8 amax values; non-finite -> 0xFF.
 template <bool kCeil>
 SWA_AVX2_INLINE __m256i ScaleBytes(__m256i amax) {
   __m256i byte = _mm256_sub_epi32(_mm256_srli_epi32(amax, 23), _mm256_set1_epi32(8));

@@ -1,4 +1,4 @@
-// Exact scalar MXFP8 math (SPEC section 4), usable on host and device.
+// Exact scalar MXFP8 math (docs/semantics.md, "MXFP8"), usable on host and device.
 //
 // Everything here is integer bit arithmetic except DecodeElement's single
 // multiply, whose exact result is always representable (or overflows to Inf

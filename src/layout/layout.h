@@ -1,4 +1,4 @@
-// Byte layout of a state slot (SPEC sections 2-3). Pure arithmetic.
+// Byte layout of a state slot (docs/semantics.md, "Ring", "Slot layout"). Pure arithmetic.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Per-token window arithmetic of SPEC sections 2 and 5, shared by the host
+// Per-token window arithmetic of docs/semantics.md ("Ring", "Steps and plans"), shared by the host
 // planner (src/plan/) and the device decode planner (kernels/plan/). Plain
 // integer code: no standard library, no absl, so nvcc compiles it as-is.
 //
@@ -17,7 +17,7 @@ SWA_HOST_DEVICE int32_t Max3(int32_t a, int32_t b, int32_t c) {
   return ab > c ? ab : c;
 }
 
-// Oldest visible position of a query at `p`: max(0, v, p - W + 1) (SPEC 1).
+// Oldest visible position of a query at `p`: max(0, v, p - W + 1) ("Window").
 SWA_HOST_DEVICE int32_t WindowLo(int32_t p, int32_t valid_start, int32_t window) {
   return Max3(0, valid_start, p - window + 1);
 }
@@ -27,7 +27,7 @@ SWA_HOST_DEVICE int32_t RingRow(uint32_t slot, int32_t pos, int32_t ring_len) {
   return static_cast<int32_t>(slot) * ring_len + pos % ring_len;
 }
 
-// One token's decode gather (SPEC 5a): first ring row and key count.
+// One token's decode gather ("Decode index"): first ring row and key count.
 struct TokenGather {
   int32_t first_row;  // s * R + (lo mod R)
   int32_t len;        // p - lo + 1, in [1, W]
@@ -74,7 +74,7 @@ SWA_HOST_DEVICE int32_t LastGatherRow(int32_t slot_base, int32_t first_row, int3
   return slot_base + (r >= ring_len ? r - ring_len : r);
 }
 
-// Staged-path pivots of token j of sequence i (SPEC 5b): rows [p0, p0 + p1)
+// Staged-path pivots of token j of sequence i ("Pivots"): rows [p0, p0 + p1)
 // of section 1 and [p2, p2 + p3) of section 2.
 struct Pivots {
   int32_t p0, p1, p2, p3;
@@ -94,7 +94,7 @@ SWA_HOST_DEVICE Pivots StagedPivots(int32_t seq_index, int32_t q_start, int32_t 
   return out;
 }
 
-// Zero rows at the start of a sequence's history section (SPEC 5b):
+// Zero rows at the start of a sequence's history section ("Load plan"):
 // clamp(valid_start - (q_start - W), 0, W); also covers positions below 0.
 SWA_HOST_DEVICE int32_t HistoryPad(int32_t q_start, int32_t valid_start, int32_t window) {
   const int32_t hb = q_start - window;
@@ -104,7 +104,7 @@ SWA_HOST_DEVICE int32_t HistoryPad(int32_t q_start, int32_t valid_start, int32_t
   return pad;
 }
 
-// First position a step stores into the ring (SPEC 5b "Store"):
+// First position a step stores into the ring ("Store plan"):
 // max(q_start, seqlen_k - R).
 SWA_HOST_DEVICE int32_t FirstStoredPos(int32_t q_start, int32_t seqlen_k, int32_t ring_len) {
   const int32_t a = seqlen_k - ring_len;

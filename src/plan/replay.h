@@ -1,4 +1,4 @@
-// valid_start and bounded replay (SPEC section 8).
+// valid_start and bounded replay (docs/semantics.md, "valid_start and bounded replay").
 #pragma once
 
 #include <cstdint>

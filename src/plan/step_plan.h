@@ -1,5 +1,5 @@
 // StepPlan: one engine step turned into every index the step needs, once, for
-// all layers (SPEC sections 2, 5, 8; docs/planner.md). Pure host code; the
+// all layers (docs/semantics.md "Steps and plans"; docs/planner.md). Pure host code; the
 // arrays are plain int32 so either backend can consume them directly.
 #pragma once
 

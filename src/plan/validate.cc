@@ -36,7 +36,7 @@ absl::Status CheckArguments(uint32_t i, const SeqDesc& s) {
   return absl::OkStatus();
 }
 
-// SPEC section 2: no gap of never-written positions, and the oldest key the
+// docs/semantics.md "Rewinds": no gap of never-written positions, and the oldest key the
 // first new token needs must still be in the ring. The ring's newest content
 // is max(written_end, ring_high): after a rewind, rejected drafts above
 // written_end still occupy rows (docs/planner.md, "chained rewinds").

@@ -1,4 +1,4 @@
-// Batch validation of the step planner (SPEC sections 2, 5b, 8): every rule a
+// Batch validation of the step planner (docs/semantics.md "Rewinds", "Pivots"): every rule a
 // step must satisfy before any slot is touched.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The persisted form of a slot's stored region (SPEC section 7): a fixed
+// The persisted form of a slot's stored region (docs/semantics.md, "Store blob"): a fixed
 // 64-byte little-endian header followed by the payload (the stored bytes).
 //
 //   0  "SWAB"              4 magic

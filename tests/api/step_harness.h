@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "api/dense_reference.h"
 #include "api/test_layers.h"
+#include "common/dense_reference.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
 
 namespace swa_test {
+
+using namespace swa_reference;  // the FP64 oracle shared with the demo
 
 struct StepSeq {
   uint32_t slot;

@@ -54,7 +54,7 @@ TEST(StepStore, RestoredSequenceContinuesExactly) {
   }
 }
 
-// Bounded replay (SPEC section 8): A is prefilled fully; B starts from nothing
+// Bounded replay (docs/semantics.md): A is prefilled fully; B starts from nothing
 // and replays only the last W tokens with the same inputs. Their rings hold
 // identical bytes for those positions, and B's decode steps match the dense
 // reference under the truncated-window rule.

@@ -1,7 +1,7 @@
 // swa_step on the CUDA backend against the CPU backend, identical inputs,
 // every path: decode, speculative verify (rewinds), chunked prefill, mixed
 // batches, valid_start > 0, sinks, GQA, shared K/V, MXFP8/BF16/FP32 rings,
-// FP32 and BF16 tensors. Outputs within SPEC 6's budgets of each other; ring
+// FP32 and BF16 tensors. Outputs within the "Error budgets" of each other; ring
 // bytes identical after every step.
 #include <algorithm>
 

@@ -131,7 +131,7 @@ inline double RelL2(const std::vector<double>& got, const std::vector<double>& r
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// SPEC section 6 budgets, doubled: both backends sit within them of the FP64 reference.
+// docs/semantics.md "Error budgets", doubled: both backends sit within them of the FP64 reference.
 inline double Budget(swa_dtype_t out) { return out == SWA_DTYPE_FP32 ? 2e-5 : 2e-2; }
 
 class DualCache {

@@ -8,6 +8,7 @@
 # too unless that one is too old (lib-cxx/ then, see run.sh).
 #
 # Usage: tests/gpu/make_bundle.sh   (env: SWA_GPU_BUILD_DIR, default build-gpu;
+#        CUDA_HOME, default /usr/local/cuda;
 #        SWA_GPU_BUNDLE, default build-gpu-bundle; JOBS, default 2)
 set -euo pipefail
 
@@ -15,7 +16,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${SWA_GPU_BUILD_DIR:-$ROOT/build-gpu}"
 BUNDLE="${SWA_GPU_BUNDLE:-$ROOT/build-gpu-bundle}"
 JOBS="${JOBS:-2}"
-export PATH="/usr/local/cuda/bin:$PATH"
+export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 
 TARGETS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_graph_test \
 gpu_cuda_project_test cuda_kernel_math_test project_gemm_test attention_cuda_bench"

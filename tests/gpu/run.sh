@@ -1,34 +1,62 @@
 #!/usr/bin/env bash
 # Runs the GPU tests (then compute-sanitizer memcheck on them when available)
-# and the GPU benchmarks, and writes a log and a results table to $OUT (the
-# device tool's folder) or build/gpu-results/.
+# and the GPU benchmarks on any machine with an NVIDIA GPU, and writes a log
+# and a results table to an output folder.
+#
+# Usage: tests/gpu/run.sh [options]
+#   --out DIR      results folder (env SWA_GPU_OUT, else $OUT when a job runner
+#                  sets it; default build/gpu-results)
+#   --build DIR    tree to configure and build when there is no bundle
+#                  (env SWA_GPU_BUILD_DIR; default build-gpu)
+#   --bundle DIR   prebuilt bundle from tests/gpu/make_bundle.sh
+#                  (env SWA_GPU_BUNDLE; default build-gpu-bundle)
+#   --budget SEC   wall-clock budget of the whole run; later, optional steps are
+#                  skipped when time runs short (env SWA_GPU_BUDGET_S; default 540)
+#   --arch LIST    CMAKE_CUDA_ARCHITECTURES of a build here
+#                  (env SWA_GPU_ARCH; default 90a-real)
+#   --cuda DIR     CUDA toolkit root: nvcc, compute-sanitizer, runtime libraries
+#                  (env CUDA_HOME; default /usr/local/cuda)
+#   --quick        fewer benchmark iterations
+# Relative paths are taken from the repository root.
 #
 # Two ways to get the binaries:
-#  - a prebuilt bundle (tests/gpu/make_bundle.sh, made on the CPU machine and
-#    carried as build-gpu-bundle/): used when $SWA_GPU_BUNDLE or
-#    $ROOT/build-gpu-bundle holds bin/. This is the normal way: the device
-#    image has nvcc, CMake and ninja but NOT abseil, GoogleTest or Google
-#    Benchmark, so configuring there fails (find_package(absl) first).
-#  - otherwise configure and build here (Release, sm_90a only).
-# Budget: SWA_GPU_BUDGET_S seconds in all (default 540, under the device
-# tool's 600 s per command); later, optional steps are skipped when time is short.
-#
-# Usage: tests/gpu/run.sh [--quick]   (--quick: fewer benchmark iterations)
+#  - a prebuilt bundle (tests/gpu/make_bundle.sh, made on a build machine that
+#    has abseil, GoogleTest and Google Benchmark): used when the bundle folder
+#    holds bin/. Use it on GPU machines that have the CUDA toolkit but not those
+#    libraries (configuring there fails at find_package(absl)).
+#  - otherwise configure and build here (Release, the --arch architectures).
+# Exits non-zero when any step failed, timed out or was not built.
 set -u -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-RESULTS="${OUT:-$ROOT/build/gpu-results}"
+RESULTS="${SWA_GPU_OUT:-${OUT:-$ROOT/build/gpu-results}}"
 BUILD="${SWA_GPU_BUILD_DIR:-$ROOT/build-gpu}"
 BUNDLE="${SWA_GPU_BUNDLE:-$ROOT/build-gpu-bundle}"
 BUDGET="${SWA_GPU_BUDGET_S:-540}"
-QUICK="${1:-}"
+ARCH="${SWA_GPU_ARCH:-90a-real}"
+CUDA_ROOT="${CUDA_HOME:-/usr/local/cuda}"
+QUICK=""
+abspath() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) RESULTS="$(abspath "$2")"; shift 2 ;;
+    --build) BUILD="$(abspath "$2")"; shift 2 ;;
+    --bundle) BUNDLE="$(abspath "$2")"; shift 2 ;;
+    --budget) BUDGET="$2"; shift 2 ;;
+    --arch) ARCH="$2"; shift 2 ;;
+    --cuda) CUDA_ROOT="$2"; shift 2 ;;
+    --quick) QUICK="--quick"; shift ;;
+    -h|--help) sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
 mkdir -p "$RESULTS"
 LOG="$RESULTS/gpu_run.log"
 TABLE="$RESULTS/gpu_results.md"
 STEPS="$RESULTS/gpu_steps.md"  # one row per finished step, written as it finishes
 : > "$LOG"
 printf '| step | result | time |\n|---|---|---|\n' > "$STEPS"
-export PATH="/usr/local/cuda/bin:$PATH"
+export PATH="$CUDA_ROOT/bin:$PATH"
 JOBS="$(nproc 2>/dev/null || echo 4)"
 START=$(date +%s)
 ORIG_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
@@ -79,7 +107,7 @@ if [ -d "$BUNDLE/bin" ]; then
   UNIT_DIR="$BUNDLE/bin"; GPU_DIR="$BUNDLE/bin"; BENCH_DIR="$BUNDLE/bin"
   # Bundled: abseil, Google Benchmark; from the device's toolkit: libcudart /
   # libcublasLt (same CUDA major as the build). torch below runs without this.
-  export LD_LIBRARY_PATH="$BUNDLE/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH="$BUNDLE/lib:$CUDA_ROOT/lib64:${LD_LIBRARY_PATH:-}"
   # The device's libstdc++ serves unless it is older than the build machine's.
   if "$BUNDLE/bin/cuda_kernel_math_test" --gtest_list_tests 2>&1 | grep -q "GLIBCXX\|CXXABI"; then
     log "the system libstdc++ is too old for the bundle: using its lib-cxx/"
@@ -103,7 +131,7 @@ if [ -d "$BUNDLE/bin" ]; then
 else
   log "no bundle at $BUNDLE: building here"
   run_step configure 180 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DSWACACHE_CUDA=ON \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real || true
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" || true
   run_step build 360 cmake --build "$BUILD" -j "$JOBS" --target $GPU_TESTS $CPU_TESTS \
     attention_cuda_bench || true
   UNIT_DIR="$BUILD/tests"; GPU_DIR="$BUILD/tests/gpu"; BENCH_DIR="$BUILD/bench"

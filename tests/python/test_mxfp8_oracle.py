@@ -1,6 +1,6 @@
 """MXFP8 codec against an independent oracle: numpy + ml_dtypes.
 
-Expected bytes follow SPEC section 4 literally: the scale byte from the FP32
+Expected bytes follow docs/semantics.md, "MXFP8", literally: the scale byte from the FP32
 bits of the block's largest magnitude (ceil and floor formulas), elements
 x * 2^(127 - byte) clamped to +-448 and converted with ml_dtypes'
 float8_e4m3fn (round to nearest even). Non-finite blocks: scale 0xFF, codes

@@ -1,5 +1,5 @@
-// The CPU attention core against an FP64 dense band-mask reference (SPEC
-// section 6): every key of the problem's tile is in the row, keys outside the
+// The CPU attention core against an FP64 dense band-mask reference
+// (docs/semantics.md, "Attention"): every key of the problem's tile is in the row, keys outside the
 // token's range get -inf, the sink joins the denominator.
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 namespace swa::cpu {
 namespace {
 
-constexpr double kTolerance = 1e-5;  // SPEC section 6, FP32 in and out
+constexpr double kTolerance = 1e-5;  // "Error budgets", FP32 in and out
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 struct Shape {
@@ -290,7 +290,7 @@ TEST(CpuAttention, DominantAndNegligibleSinks) {
 
 // A NaN key/value row that no token sees, before every range, after every
 // range and in a gap between two tokens' disjoint ranges, must not reach any
-// output (SPEC: "NaN never passes").
+// output ("Error budgets": a NaN never passes).
 TEST(CpuAttention, NanInAnUnseenKeyDoesNotLeak) {
   for (bool shared : {false, true}) {
     for (int ratio : {1, 8, 64}) {

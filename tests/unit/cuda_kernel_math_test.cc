@@ -1,7 +1,7 @@
 // Host+device helpers of the CUDA kernels, run on the CPU:
 //  - kernels/step/mxfp8_block.h against the independent MXFP8 oracle;
 //  - kernels/attention/key_range.h against plan arrays built here from the
-//    SPEC formulas and the brute-force visible-position lists.
+//    docs/semantics.md formulas and the brute-force visible-position lists.
 #include <algorithm>
 #include <random>
 #include <set>
@@ -85,7 +85,7 @@ TEST(KeyRange, RingOnlyRowsAreTheVisiblePositions) {
     for (const plan_ref::Seq& s : b.seqs) {
       if (s.seqlen_q == 0) continue;
       const int32_t q_start = s.seqlen_k - s.seqlen_q;
-      // offset_len lengths from SPEC 5a.
+      // offset_len lengths as in docs/semantics.md, "Decode index".
       auto len_of = [&](int32_t p) {
         const int32_t lo = std::max({0, s.valid_start, p - b.w + 1});
         return p - lo + 1;
@@ -122,7 +122,7 @@ TEST(KeyRange, StagedRowsAreTheVisiblePositions) {
       const int32_t n_keys = kernels::StagedKeyCount(b.w, s.seqlen_q);
       for (int32_t j = 0; j < s.seqlen_q; ++j) {
         const int32_t p = q_start + j;
-        // Pivots from SPEC 5b.
+        // Pivots as docs/semantics.md, "Pivots", defines them.
         const int32_t lo = std::max({0, s.valid_start, p - b.w + 1});
         const int32_t start = std::min(lo, q_start) - (q_start - b.w);
         const int32_t k0 = std::max(0, lo - q_start);

@@ -1,5 +1,5 @@
 // Independent MXFP8 oracle for the tests: values come from double arithmetic
-// and table searches, scale bytes from SPEC section 4's definitions, never
+// and table searches, scale bytes from the definitions in docs/semantics.md, "MXFP8", never
 // from the code under test.
 #pragma once
 
@@ -49,7 +49,7 @@ inline uint8_t NearestE4m3(double v) {
   return sign | static_cast<uint8_t>(pick);
 }
 
-// Scale byte by the SPEC's definitions, computed in double:
+// Scale byte by those definitions, computed in double:
 // ceil = smallest power of two with amax / 2^k <= 448; floor = floor(log2 amax) - 8.
 inline uint8_t ScaleByteOracle(const float* x, int n, bool ceil) {
   double amax = 0;

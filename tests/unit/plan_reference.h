@@ -1,5 +1,6 @@
-// Brute-force reference for the step planner, written from SPEC sections 1, 2
-// and 5 by enumeration (no shared code with src/plan/): for every token, list
+// Brute-force reference for the step planner, written from docs/semantics.md
+// ("Window", "Ring", "Steps and plans") by enumeration (no shared code with
+// src/plan/): for every token, list
 // the visible positions one by one and map each to where it lives.
 #pragma once
 
@@ -103,7 +104,7 @@ inline std::vector<int32_t> StoreRows(const std::vector<Seq>& seqs, int32_t r) {
   return out;
 }
 
-// SPEC section 2 legality of one sequence against its slot: no never-written
+// "Rewinds" legality of one sequence against its slot: no never-written
 // position between written_end and q_start (unless below valid_start), and the
 // oldest key the first token needs, max(0, v, q_start - W + 1), is one the ring
 // still holds: nothing at or above it + R was ever stored, and the newest

@@ -89,7 +89,7 @@ class Scenario {
   // One engine step for every sequence; returns the number of checked queries.
   int Step() {
     std::vector<SeqDesc> batch = Compose();
-    // A rewind the SPEC's written_end formula allows but rejected drafts have
+    // A rewind the basic written_end rule allows but rejected drafts have
     // made unsafe must be refused, with nothing changed; the engine then
     // resumes from where it was.
     bool built = false;
@@ -131,7 +131,7 @@ class Scenario {
       } else if (q > 0) {
         s.len += Rand(1, q);  // verified token + some drafts; the rest rejected
       }
-      if (Chance(0.05)) {  // deep rewind inside the SPEC's margin
+      if (Chance(0.05)) {  // deep rewind inside the basic rule's margin
         const swa::SlotState slot = *cache_->slots().Get(s.slot);
         const int32_t target = std::max(s.valid_start, s.len - Rand(0, r_ - w_ + 1));
         if (plan_ref::LegalAgainstSlot(slot.written_end, s.valid_start, target, w_, r_)) {

@@ -275,7 +275,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     const int t = (row0 + i) / ratio;
     const int h = g * ratio + (row0 + i) % ratio;
     float* dst = pr.out + (static_cast<ptrdiff_t>(t) * hq + h) * d;
-    // l == 0 only for a row with no key and no sink: SPEC says 0. A NaN l
+    // l == 0 only for a row with no key and no sink: the result is 0. A NaN l
     // fails the test and propagates.
     if (ws.l[i] != 0.0f) {
       kn.scale_row(dst, o + static_cast<ptrdiff_t>(i) * d, d, 1.0f / ws.l[i]);

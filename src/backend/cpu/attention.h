@@ -1,4 +1,4 @@
-// The CPU attention core: sliding-window attention (SPEC section 6) over FP32
+// The CPU attention core: sliding-window attention (docs/semantics.md, "Attention") over FP32
 // tiles of keys/values, for many sequences at once. The caller (swa_step on the
 // CPU backend) dequantises each sequence's visible KV rows into a tile and
 // describes, per query token, which rows of that tile it sees.
@@ -27,7 +27,7 @@ struct AttentionShape {
 
 // One sequence's problem. Keys are a tile of consecutive positions; token t
 // sees rows [key_begin[t], key_end[t]) of the tile (non-empty for every token;
-// an empty range yields a zero output row, SPEC section 6). Rows of the tile
+// an empty range yields a zero output row, docs/semantics.md "Attention"). Rows of the tile
 // that no token sees are never read into an output, so they may hold anything
 // (NaN included).
 struct SeqProblem {

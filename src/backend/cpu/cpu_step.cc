@@ -189,7 +189,7 @@ class StepRunner {
       DecodeRingRows(slot_base + first, run, 0, k, v);
       DecodeRingRows(slot_base, t.n_hist - run, run, k, v);
     }
-    // The new tokens, cast back through the format (SPEC section 4).
+    // The new tokens, cast back through the format (docs/semantics.md, "MXFP8").
     DecodeRun(s_.staged.data() + size_t(s.token_offset) * l_.ring.bytes_per_token, l_.ring.bytes_per_token,
               s.seqlen_q, k_row(t.n_hist), v_row(t.n_hist));
   }

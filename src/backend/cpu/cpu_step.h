@@ -1,4 +1,4 @@
-// One layer of a planned step on the CPU (docs/semantics.md, "A step" and
+// One layer of a planned step on the CPU (docs/semantics.md, "Steps and plans" and
 // "Attention"), and the per-build preparation every layer of the step shares.
 #pragma once
 

@@ -1,5 +1,5 @@
 // CudaBackend::Prepare and RunStep: one layer of a planned step as a chain of
-// kernels on the caller's stream (docs/semantics.md, "A step";
+// kernels on the caller's stream (docs/semantics.md, "Steps and plans";
 // docs/cuda_backend.md).
 //   ring-only: encode new K/V into their ring rows -> decode attention (ring)
 //   staged:    encode into section 2 -> load section 1 -> prefill attention

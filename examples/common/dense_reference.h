@@ -1,8 +1,9 @@
-// FP64 dense band-mask attention (SPEC sections 1 and 6), written independently
-// of the library: every key of the sequence is kept, positions outside
-// [max(0, v, p - W + 1), p] are masked with -inf, softmax over the whole row.
-// Shared by the step tests and the `swacache demo` verification; uses only the
-// public API (for the codec round trip that keys go through).
+// FP64 dense band-mask attention (docs/semantics.md, "Window" and
+// "Attention"), written independently of the library: every key of the
+// sequence is kept, positions outside [max(0, v, p - W + 1), p] are masked with
+// -inf, softmax over the whole row. The `swacache demo` checks its outputs with
+// it and the step tests use it as their oracle; it calls the public API only
+// (for the codec round trip that keys go through).
 #pragma once
 
 #include <algorithm>
@@ -16,7 +17,7 @@
 
 #include "swacache.h"
 
-namespace swa_test {
+namespace swa_reference {
 
 struct DenseShape {
   int q_heads, kv_heads, head_dim, window;
@@ -153,4 +154,4 @@ inline double RelativeL2(const float* got, const double* want, size_t n) {
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
-}  // namespace swa_test
+}  // namespace swa_reference
