@@ -44,12 +44,6 @@ class Layout {
   uint64_t fingerprint() const { return fingerprint_; }
   const LayerLayout& layer(uint32_t i) const { return layers_[i]; }
 
-  // Byte offset in the pool of flat ring row `row = slot * R + ring_slot`.
-  uint64_t RowOffset(uint32_t layer, int64_t row) const {
-    const uint64_t r = static_cast<uint64_t>(row);
-    return layers_[layer].ring_offset + (r / ring_len_) * slot_bytes_ +
-           (r % ring_len_) * layers_[layer].bytes_per_token;
-  }
   uint64_t SlotOffset(uint32_t slot) const { return uint64_t{slot} * slot_bytes_; }
 
  private:

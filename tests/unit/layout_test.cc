@@ -10,6 +10,13 @@
 namespace swa {
 namespace {
 
+// The ring rows of one layer over a pool at a fake base address.
+uint8_t* const kBase = reinterpret_cast<uint8_t*>(uintptr_t{1} << 40);
+RingRows RowsOf(const Layout& lay, uint32_t layer) {
+  return RingRows{kBase + lay.layer(layer).ring_offset, lay.slot_bytes(),
+                  lay.layer(layer).bytes_per_token, static_cast<int32_t>(lay.ring_len())};
+}
+
 LayerSpec Mla(Role role) {  // DeepSeek-V4-like: 64 q heads on one shared 512-wide MXFP8 vector
   LayerSpec l;
   l.role = role;
@@ -62,7 +69,7 @@ TEST(LayoutGolden, DeepSeekV4Like) {
   EXPECT_EQ(lay->slot_bytes(), 3567360u);  // 40 * 70752 + 20 * 36864
   EXPECT_EQ(lay->pool_bytes(), 8u * 3567360u);
   // Ring row -> byte offset: slot 3, ring slot 100 of layer 1 (first dropped ring).
-  EXPECT_EQ(lay->RowOffset(1, 3 * 134 + 100), 1415040u + 3u * 3567360u + 100u * 528u);
+  EXPECT_EQ(RowsOf(*lay, 1).Row(3 * 134 + 100) - kBase, 1415040 + 3 * 3567360 + 100 * 528);
 }
 
 TEST(LayoutGolden, GptOssLike) {
@@ -225,7 +232,7 @@ TEST(LayoutProperty, RegionsAlignedDisjointAndOrdered) {
       const LayerLayout& l = lay->layer(i);
       const uint32_t slot = m.max_slots - 1;
       const int64_t row = int64_t{slot} * R + (R - 1);
-      const uint64_t off = lay->RowOffset(i, row);
+      const uint64_t off = uint64_t(RowsOf(*lay, i).Row(row) - kBase);
       ASSERT_EQ(off, slot * lay->slot_bytes() + l.ring_offset + uint64_t{R - 1} * l.bytes_per_token);
       ASSERT_LE(off + l.bytes_per_token, slot * lay->slot_bytes() + l.ring_offset + l.ring_bytes);
     }
