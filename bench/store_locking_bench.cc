@@ -50,8 +50,8 @@ swa_cache_t* MakeCache() {
 }
 
 void AttachMemoryStore(swa_cache_t* cache) {
-  swa_memory_store_config_t mc;
-  swa_memory_store_config_init(&mc);
+  swa_store_memory_config_t mc;
+  swa_store_memory_config_init(&mc);
   swa_kv_store_t store;
   swa_kv_store_init(&store);
   Check(swa_store_memory_create(&mc, &store), "swa_store_memory_create");

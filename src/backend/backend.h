@@ -18,6 +18,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual BackendKind kind() const = 0;
   virtual int device() const = 0;  // CUDA ordinal, -1 for host
+  // True when the pool is ordinary host memory that host code may read and
+  // write directly (no CopyToHost / CopyFromHost needed).
+  virtual bool HostAddressable() const = 0;
 
   // Zero-filled memory of `bytes` bytes aligned to at least `alignment`.
   virtual absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) = 0;

@@ -72,7 +72,6 @@ swa_status_t RecPut(void* ud, const uint8_t* key, size_t key_len, const swa_iov_
   r->iov_data.clear();
   r->blob.clear();
   for (size_t i = 0; i < n_iov; ++i) {
-    EXPECT_EQ(iov[i].struct_size, sizeof(swa_iov_t));
     r->iov_sizes.push_back(iov[i].size);
     r->iov_data.push_back(iov[i].data);
     const auto* p = static_cast<const uint8_t*>(iov[i].data);
@@ -122,15 +121,15 @@ TEST(StoreApi, InitFillsSizeAndNulls) {
   EXPECT_EQ(t.put, nullptr);
   EXPECT_EQ(t.release, nullptr);
   swa_kv_store_init(nullptr);  // ignored
-  swa_memory_store_config_t m;
-  swa_memory_store_config_init(&m);
+  swa_store_memory_config_t m;
+  swa_store_memory_config_init(&m);
   EXPECT_EQ(m.budget_bytes, uint64_t{1} << 30);
-  swa_directory_store_config_t d;
-  swa_directory_store_config_init(&d);
+  swa_store_directory_config_t d;
+  swa_store_directory_config_init(&d);
   EXPECT_EQ(d.create, 1u);
   EXPECT_EQ(d.sync, 1u);
-  swa_redis_store_config_t r;
-  swa_redis_store_config_init(&r);
+  swa_store_redis_config_t r;
+  swa_store_redis_config_init(&r);
   EXPECT_STREQ(r.host, "127.0.0.1");
   EXPECT_EQ(r.port, 6379u);
 }
@@ -243,8 +242,8 @@ TEST(StoreApi, MemoryStoreRoundTripStatsExistsRemove) {
   ASSERT_EQ(swa_slot_alloc(h.cache, &s1), SWA_OK);
   std::mt19937 rng(2);
   for (uint64_t i = 0; i < 2 * h.layout.slot_bytes; ++i) h.pool[i] = uint8_t(rng() | 1);
-  swa_memory_store_config_t mc;
-  swa_memory_store_config_init(&mc);
+  swa_store_memory_config_t mc;
+  swa_store_memory_config_init(&mc);
   swa_kv_store_t t;
   swa_kv_store_init(&t);
   ASSERT_EQ(swa_store_memory_create(&mc, &t), SWA_OK);
@@ -261,7 +260,7 @@ TEST(StoreApi, MemoryStoreRoundTripStatsExistsRemove) {
   ASSERT_EQ(swa_cache_store_exists(h.cache, kKey, sizeof kKey, &exists), SWA_OK);
   EXPECT_EQ(exists, 1u);
   EXPECT_EQ(swa_slot_restore(h.cache, s1, kKey, 3), SWA_NOT_FOUND);
-  swa_memory_store_stats_t st;
+  swa_store_memory_stats_t st;
   st.struct_size = sizeof st;
   ASSERT_EQ(swa_store_memory_stats(&t, &st), SWA_OK);
   EXPECT_EQ(st.puts, 1u);
@@ -293,8 +292,8 @@ TEST(StoreApi, DirectoryStoreSurvivesAnotherCache) {
   char tmpl[] = "/tmp/swa_apidir_XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string root = std::string(tmpl) + "/nested/store";
-  swa_directory_store_config_t dc;
-  swa_directory_store_config_init(&dc);
+  swa_store_directory_config_t dc;
+  swa_store_directory_config_init(&dc);
   dc.path = root.c_str();
   std::vector<uint8_t> saved;
   {
@@ -342,8 +341,8 @@ TEST(StoreApi, DirectoryStoreSurvivesAnotherCache) {
 }
 
 TEST(StoreApi, RedisCreateValidatesOrIsUnimplemented) {
-  swa_redis_store_config_t c;
-  swa_redis_store_config_init(&c);
+  swa_store_redis_config_t c;
+  swa_store_redis_config_init(&c);
   swa_kv_store_t t;
   swa_kv_store_init(&t);
   c.host = nullptr;

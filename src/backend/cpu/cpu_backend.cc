@@ -19,6 +19,7 @@ class CpuBackend final : public Backend {
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   int device() const override { return -1; }
+  bool HostAddressable() const override { return true; }
 
   // Anonymous mappings are page aligned, zero filled and committed lazily, so
   // a large pool costs memory only for the slots that are used.
