@@ -44,7 +44,7 @@ absl::Status FromCallbackStatus(swa_status_t code, const char* message) {
   const int value = static_cast<int>(code);
   std::string text(message, strnlen(message, SWA_STORE_MESSAGE_BYTES));
   if (text.empty()) text = "(no message)";
-  if (value < 1 || value > SWA_UNAUTHENTICATED)
+  if (!IsErrorStatus(value))
     return absl::UnknownError(
         absl::StrFormat("returned %d, which is not a swa_status_t: %s", value, text));
   return absl::Status(static_cast<absl::StatusCode>(value), text);

@@ -16,6 +16,9 @@ namespace swa::capi {
 
 static_assert(kMaxKeyBytes == SWA_STORE_MAX_KEY_BYTES);
 
+// Whether `value` is a swa_status_t other than SWA_OK.
+inline bool IsErrorStatus(int value) { return value >= 1 && value <= SWA_UNAUTHENTICATED; }
+
 // A callback's status as a store error, or UNKNOWN for a value that is not a
 // swa_status_t (named in the message). `message` is read up to its NUL.
 absl::Status FromCallbackStatus(swa_status_t code, const char* message);

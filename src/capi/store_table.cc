@@ -24,7 +24,7 @@ swa_status_t ToCallbackStatus(const absl::Status& status, char* message, size_t 
     message[n] = '\0';
   }
   const int code = static_cast<int>(status.code());
-  return (code > 0 && code <= SWA_UNAUTHENTICATED) ? static_cast<swa_status_t>(code) : SWA_UNKNOWN;
+  return IsErrorStatus(code) ? static_cast<swa_status_t>(code) : SWA_UNKNOWN;
 }
 
 // Runs `fn` and converts its status; no exception crosses into C.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -232,6 +233,60 @@ TEST(StoreApi, ReleaseExactlyOnceAndNeverOnFailure) {
   }  // destroy releases b
   EXPECT_EQ(a.releases, 1);
   EXPECT_EQ(b.releases, 1);
+}
+
+// A put that, from inside the callback (no library lock is held there), tries
+// every call that must refuse a slot being saved, and checks another slot.
+struct BusyProbe {
+  swa_cache_t* cache = nullptr;
+  uint32_t busy = 0, other = 0;
+  std::vector<std::pair<std::string, swa_status_t>> seen;
+  std::vector<std::string> messages;
+};
+
+swa_status_t ProbePut(void* ud, const uint8_t*, size_t, const swa_iov_t*, size_t, char*, size_t) {
+  auto* p = static_cast<BusyProbe*>(ud);
+  auto note = [&](const char* call, swa_status_t code) {
+    p->seen.emplace_back(call, code);
+    p->messages.push_back(code == SWA_OK ? "" : swa_last_error());
+  };
+  swa_plan_t* plan = nullptr;
+  if (swa_plan_create(p->cache, &plan) != SWA_OK) return SWA_INTERNAL;
+  const swa_seq_t on_busy = {p->busy, 4, 4, 0};
+  const swa_seq_t on_other = {p->other, 4, 4, 0};
+  note("free", swa_slot_free(p->cache, p->busy));
+  note("reset", swa_slot_reset(p->cache, p->busy));
+  note("copy", swa_slot_copy(p->cache, p->other, p->busy));
+  note("plan_build", swa_plan_build(plan, &on_busy, 1));
+  note("restore", swa_slot_restore(p->cache, p->busy, kKey, sizeof kKey));
+  note("other_plan_build", swa_plan_build(plan, &on_other, 1));
+  swa_plan_destroy(plan);
+  return SWA_OK;
+}
+
+TEST(StoreApi, ASlotBeingSavedRefusesOtherCallsAndOtherSlotsWork) {
+  CacheHolder h;
+  MakeCache(&h);
+  BusyProbe probe;
+  probe.cache = h.cache;
+  ASSERT_EQ(swa_slot_alloc(h.cache, &probe.busy), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(h.cache, &probe.other), SWA_OK);
+  swa_kv_store_t t;
+  swa_kv_store_init(&t);
+  t.user_data = &probe;
+  t.put = ProbePut;
+  ASSERT_EQ(swa_cache_set_store(h.cache, &t), SWA_OK);
+  ASSERT_EQ(swa_slot_save(h.cache, probe.busy, kKey, sizeof kKey), SWA_OK) << swa_last_error();
+  ASSERT_EQ(probe.seen.size(), 6u);
+  const std::string busy_text = "slot " + std::to_string(probe.busy) + " is being saved/restored";
+  for (size_t i = 0; i + 1 < probe.seen.size(); ++i) {
+    EXPECT_EQ(probe.seen[i].second, SWA_FAILED_PRECONDITION) << probe.seen[i].first;
+    EXPECT_NE(probe.messages[i].find(busy_text), std::string::npos)
+        << probe.seen[i].first << ": " << probe.messages[i];
+  }
+  EXPECT_EQ(probe.seen.back().second, SWA_OK) << probe.messages.back();
+  // The save is over: the slot is free to use again.
+  EXPECT_EQ(swa_slot_free(h.cache, probe.busy), SWA_OK);
 }
 
 TEST(StoreApi, MemoryStoreRoundTripStatsExistsRemove) {
