@@ -39,9 +39,9 @@ std::vector<swa_iov_t> ToIov(absl::Span<const Span> pieces) {
 
 }  // namespace
 
-absl::Status FromCallbackStatus(swa_status_t code, const char* message) {
+absl::Status FromCallbackStatus(int code, const char* message) {
   if (code == SWA_OK) return absl::OkStatus();
-  const int value = static_cast<int>(code);
+  const int value = code;
   std::string text(message, strnlen(message, SWA_STORE_MESSAGE_BYTES));
   if (text.empty()) text = "(no message)";
   if (!IsErrorStatus(value))
@@ -74,7 +74,7 @@ absl::Status CallbackStore::Put(std::string_view key, absl::Span<const ConstByte
   if (table_.put == nullptr) return Unsupported("put");
   const std::vector<swa_iov_t> iov = ToIov(pieces);
   Message message;
-  const swa_status_t code = table_.put(table_.user_data, KeyBytes(key), key.size(), iov.data(),
+  const int code = table_.put(table_.user_data, KeyBytes(key), key.size(), iov.data(),
                                        iov.size(), message.text, sizeof message.text);
   return FromCallbackStatus(code, message.Finish());
 }
@@ -85,7 +85,7 @@ absl::StatusOr<uint64_t> CallbackStore::Get(std::string_view key,
   const std::vector<swa_iov_t> iov = ToIov(pieces);
   Message message;
   uint64_t blob_size = TotalBytes(pieces);  // the contract: the buffers' total on entry
-  const swa_status_t code = table_.get(table_.user_data, KeyBytes(key), key.size(), iov.data(),
+  const int code = table_.get(table_.user_data, KeyBytes(key), key.size(), iov.data(),
                                        iov.size(), &blob_size, message.text, sizeof message.text);
   if (absl::Status s = FromCallbackStatus(code, message.Finish()); !s.ok()) return s;
   return blob_size;
@@ -95,7 +95,7 @@ absl::StatusOr<bool> CallbackStore::Exists(std::string_view key) {
   if (table_.exists == nullptr) return Unsupported("exists");
   Message message;
   uint32_t exists = 0;
-  const swa_status_t code = table_.exists(table_.user_data, KeyBytes(key), key.size(), &exists,
+  const int code = table_.exists(table_.user_data, KeyBytes(key), key.size(), &exists,
                                           message.text, sizeof message.text);
   if (absl::Status s = FromCallbackStatus(code, message.Finish()); !s.ok()) return s;
   return exists != 0;
@@ -104,7 +104,7 @@ absl::StatusOr<bool> CallbackStore::Exists(std::string_view key) {
 absl::Status CallbackStore::Remove(std::string_view key) {
   if (table_.remove == nullptr) return Unsupported("remove");
   Message message;
-  const swa_status_t code = table_.remove(table_.user_data, KeyBytes(key), key.size(),
+  const int code = table_.remove(table_.user_data, KeyBytes(key), key.size(),
                                           message.text, sizeof message.text);
   return FromCallbackStatus(code, message.Finish());
 }

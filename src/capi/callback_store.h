@@ -20,8 +20,10 @@ static_assert(kMaxKeyBytes == SWA_STORE_MAX_KEY_BYTES);
 inline bool IsErrorStatus(int value) { return value >= 1 && value <= SWA_UNAUTHENTICATED; }
 
 // A callback's status as a store error, or UNKNOWN for a value that is not a
-// swa_status_t (named in the message). `message` is read up to its NUL.
-absl::Status FromCallbackStatus(swa_status_t code, const char* message);
+// swa_status_t (named in the message). `message` is read up to its NUL. The
+// code is taken as an int: a C callback may return any value, and reading an
+// out-of-range value through the C++ enum type would be undefined.
+absl::Status FromCallbackStatus(int code, const char* message);
 
 class CallbackStore final : public KvStore {
  public:
