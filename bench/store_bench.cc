@@ -15,14 +15,15 @@
 
 #include "cache/cache.h"
 #include "store/crc32c.h"
-#include "store/kv_store.h"
+#include "store/blob_store.h"
 #include "store/memory_store.h"
-#include "store/store_adaptor.h"
+#include "store/slot_io.h"
 
 namespace {
 
 struct Fixture {
   std::unique_ptr<swa::Cache> cache;
+  std::shared_ptr<swa::BlobStore> store;  // the built-in memory store, called directly
   uint32_t src = 0, dst = 0;
   uint64_t stored_bytes = 0;
   std::vector<uint8_t> copy_dst;
@@ -45,11 +46,11 @@ struct Fixture {
     for (uint64_t i = 0; i < cache->layout().pool_bytes(); ++i)
       cache->pool()[i] = static_cast<uint8_t>(rng());
     (void)cache->slots().Set(src, {true, 100000, 99872});
-    cache->SetStore(*swa::StoreAdaptor::Create(
-        swa::MakeStoreTable(std::make_unique<swa::MemoryStore>(uint64_t{1} << 30)),
-        cache->layout().fingerprint()));
+    store = std::make_shared<swa::BlobStore>(std::make_unique<swa::MemoryStore>(uint64_t{1} << 30),
+                                             cache->layout().fingerprint());
+    cache->SetStore(store);
     copy_dst.resize(stored_bytes, 1);
-    if (!cache->SaveSlot(src, "bench-seq").ok()) std::abort();
+    if (!swa::SaveSlot(cache->slot_io(), *store, src, "bench-seq").ok()) std::abort();
   }
 };
 
@@ -71,7 +72,7 @@ void BM_Memcpy(benchmark::State& state) {
 void BM_Save(benchmark::State& state) {
   Fixture& f = F();
   for (auto _ : state) {
-    if (!f.cache->SaveSlot(f.src, "bench-seq").ok()) state.SkipWithError("save failed");
+    if (!swa::SaveSlot(f.cache->slot_io(), *f.store, f.src, "bench-seq").ok()) state.SkipWithError("save failed");
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(f.stored_bytes));
 }
@@ -79,7 +80,7 @@ void BM_Save(benchmark::State& state) {
 void BM_Restore(benchmark::State& state) {
   Fixture& f = F();
   for (auto _ : state) {
-    if (!f.cache->RestoreSlot(f.dst, "bench-seq").ok()) state.SkipWithError("restore failed");
+    if (!swa::RestoreSlot(f.cache->slot_io(), *f.store, f.dst, "bench-seq").ok()) state.SkipWithError("restore failed");
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(f.stored_bytes));
 }

@@ -797,9 +797,9 @@ SWA_API const char* swa_codec_cpu_path(void);
 #define SWA_STORE_MESSAGE_BYTES 256
 
 /** \brief One buffer of a scattered blob, like POSIX `struct iovec`.
- *  The library fills these for its store callbacks. */
+ *  The library fills these for its store callbacks. A plain array element
+ *  without struct_size (like swa_segment_t): its layout is fixed. */
 typedef struct swa_iov {
-  size_t struct_size;         /**< sizeof(swa_iov_t), set by the library. */
   void* data;                 /**< Start of the buffer (host memory). */
   size_t size;                /**< Bytes in the buffer. */
 } swa_iov_t;
@@ -869,8 +869,13 @@ SWA_API void swa_kv_store_init(swa_kv_store_t* store);
  *  \param[in] store The callback table, copied; the library takes ownership of
  *  store->user_data on success (and calls release once when it drops it). On
  *  failure ownership stays with the caller. NULL detaches the current store.
- *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a NULL cache, a bad struct_size, or a
- *  table with neither put nor get.
+ *  A table filled by a built-in swa_store_<kind>_create() and passed unchanged
+ *  is recognised: the cache then calls the built-in store directly, not through
+ *  the callbacks (same behaviour; the table's release is not called, the cache
+ *  destroys the store itself, once).
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for a NULL cache, a bad struct_size, or a table
+ *  with neither put nor get.
  *  \note Thread-safe. A save or restore already running keeps the store it
  *  started with; the replaced store is released when the last of them ends. */
 SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_t* store);
@@ -885,11 +890,20 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
  *  \param[in] slot An allocated slot.
  *  \param[in] key Engine key bytes, borrowed for the call.
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
- *  \retval SWA_OK; SWA_FAILED_PRECONDITION when no store is attached or the slot
- *  is not allocated; SWA_OUT_OF_RANGE for a bad slot id; SWA_INVALID_ARGUMENT for
- *  a bad key; SWA_UNIMPLEMENTED when the store has no put; else the store's error.
- *  \note Thread-safe; the slot's bytes are read without a copy (host pools), so
- *  no step may write the slot during the call. */
+ *  \retval SWA_OK on success.
+ *  \retval SWA_FAILED_PRECONDITION when no store is attached, the slot is not
+ *  allocated, or a restore of the slot is running.
+ *  \retval SWA_OUT_OF_RANGE for a bad slot id.
+ *  \retval SWA_INVALID_ARGUMENT for a NULL cache or key, or a bad key_len.
+ *  \retval SWA_UNIMPLEMENTED when the store has no put; else the store's error.
+ *  \note Thread-safe. No library lock is held during the put. While the call
+ *  reads the slot (for the whole put on a host pool, for the copy to host on a
+ *  device pool) the slot is busy: swa_slot_free(), swa_slot_reset(),
+ *  swa_slot_copy(), swa_slot_set_valid_start(), swa_slot_begin_replay(),
+ *  swa_plan_build() and swa_plan_cancel() naming it, and a restore into it, fail
+ *  with SWA_FAILED_PRECONDITION ("slot N is being saved/restored"); other slots
+ *  are unaffected, and several saves of one slot may run at once. No step may
+ *  write the slot during the call. */
 SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
                                    size_t key_len);
 
@@ -902,12 +916,22 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  \param[in] slot An allocated slot.
  *  \param[in] key Engine key bytes, borrowed for the call.
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
- *  \retval SWA_OK; SWA_NOT_FOUND when no blob is stored under the key;
- *  SWA_DATA_LOSS for a corrupt or truncated blob; SWA_FAILED_PRECONDITION for a
- *  blob of another layout or format version, when no store is attached or the
- *  slot is not allocated; SWA_OUT_OF_RANGE; SWA_INVALID_ARGUMENT; else the store's
- *  error. On any failure the slot is byte-for-byte unchanged.
- *  \note Thread-safe; no step may use the slot during the call. */
+ *  \retval SWA_OK on success.
+ *  \retval SWA_NOT_FOUND when no blob is stored under the key.
+ *  \retval SWA_DATA_LOSS for a corrupt or truncated blob.
+ *  \retval SWA_FAILED_PRECONDITION for a blob of another layout or format
+ *  version, when no store is attached, the slot is not allocated or is being
+ *  saved/restored, or the slot was freed (and perhaps allocated again) while the
+ *  blob was read: the restore then belongs to no owner and writes nothing.
+ *  \retval SWA_OUT_OF_RANGE for a bad slot id.
+ *  \retval SWA_INVALID_ARGUMENT for a NULL cache or key, or a bad key_len.
+ *  \retval other The store's error.
+ *  On any failure the slot is byte-for-byte unchanged.
+ *  \note Thread-safe. No library lock is held during the get or the copy into
+ *  the slot. The slot stays free to use while the blob is read; during the copy
+ *  it is busy, as described at swa_slot_save() (calls naming it fail with
+ *  SWA_FAILED_PRECONDITION, other slots are unaffected). No step may use the
+ *  slot during the call. */
 SWA_API swa_status_t swa_slot_restore(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
                                       size_t key_len);
 
@@ -935,20 +959,20 @@ SWA_API swa_status_t swa_cache_store_remove(swa_cache_t* cache, const uint8_t* k
                                             size_t key_len);
 
 /** \brief Configuration of the built-in in-process memory store. */
-typedef struct swa_memory_store_config {
-  size_t struct_size;         /**< sizeof(swa_memory_store_config_t), set by init. */
+typedef struct swa_store_memory_config {
+  size_t struct_size;         /**< sizeof(swa_store_memory_config_t), set by init. */
   uint64_t budget_bytes;      /**< Most bytes held (keys + blobs); least recently used
                                    blobs are evicted to make room. Default 1 GiB. */
-} swa_memory_store_config_t;
+} swa_store_memory_config_t;
 
-/** \brief Fill *config with the defaults listed on swa_memory_store_config_t.
+/** \brief Fill *config with the defaults listed on swa_store_memory_config_t.
  *  \param[out] config Written in full; NULL is ignored.
  *  \note Thread-safe. */
-SWA_API void swa_memory_store_config_init(swa_memory_store_config_t* config);
+SWA_API void swa_store_memory_config_init(swa_store_memory_config_t* config);
 
 /** \brief Statistics of a memory store. */
-typedef struct swa_memory_store_stats {
-  size_t struct_size;         /**< Set by the caller to sizeof(swa_memory_store_stats_t). */
+typedef struct swa_store_memory_stats {
+  size_t struct_size;         /**< Set by the caller to sizeof(swa_store_memory_stats_t). */
   uint64_t budget_bytes;      /**< The configured budget. */
   uint64_t bytes;             /**< Bytes held now (keys + blobs). */
   uint64_t entries;           /**< Blobs held now. */
@@ -958,7 +982,7 @@ typedef struct swa_memory_store_stats {
   uint64_t misses;            /**< Gets that did not. */
   uint64_t evictions;         /**< Blobs evicted to stay within the budget. */
   uint64_t evicted_bytes;     /**< Bytes those evictions freed. */
-} swa_memory_store_stats_t;
+} swa_store_memory_stats_t;
 
 /** \brief Create an in-process memory store: thread-safe, byte budget, LRU
  *  eviction (a get or put makes a key the most recently used), statistics.
@@ -969,7 +993,7 @@ typedef struct swa_memory_store_stats {
  *  drop it unused, call out->release(out->user_data).
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or a zero budget.
  *  \note Thread-safe. */
-SWA_API swa_status_t swa_store_memory_create(const swa_memory_store_config_t* config,
+SWA_API swa_status_t swa_store_memory_create(const swa_store_memory_config_t* config,
                                              swa_kv_store_t* out);
 
 /** \brief Read the statistics of a memory store.
@@ -980,21 +1004,21 @@ SWA_API swa_status_t swa_store_memory_create(const swa_memory_store_config_t* co
  *  that is not a memory store.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_store_memory_stats(const swa_kv_store_t* store,
-                                            swa_memory_store_stats_t* out);
+                                            swa_store_memory_stats_t* out);
 
 /** \brief Configuration of the built-in directory store. */
-typedef struct swa_directory_store_config {
-  size_t struct_size;         /**< sizeof(swa_directory_store_config_t), set by init. */
+typedef struct swa_store_directory_config {
+  size_t struct_size;         /**< sizeof(swa_store_directory_config_t), set by init. */
   const char* path;           /**< Root directory; borrowed for the create call. Default NULL. */
   uint32_t create;            /**< 1: create the root (and parents) if missing. Default 1. */
   uint32_t sync;              /**< 1: fsync each blob and its directory before a put
                                    returns (durable across power loss). Default 1. */
-} swa_directory_store_config_t;
+} swa_store_directory_config_t;
 
-/** \brief Fill *config with the defaults listed on swa_directory_store_config_t.
+/** \brief Fill *config with the defaults listed on swa_store_directory_config_t.
  *  \param[out] config Written in full; NULL is ignored.
  *  \note Thread-safe. */
-SWA_API void swa_directory_store_config_init(swa_directory_store_config_t* config);
+SWA_API void swa_store_directory_config_init(swa_store_directory_config_t* config);
 
 /** \brief Create a store that keeps one file per key under 256 sharded
  *  subdirectories of `config->path`. A put writes a temporary file, flushes it
@@ -1010,13 +1034,13 @@ SWA_API void swa_directory_store_config_init(swa_directory_store_config_t* confi
  *  or another code when the directory cannot be created or written.
  *  \note Thread-safe; the store is safe to use from several threads and
  *  processes at once. */
-SWA_API swa_status_t swa_store_directory_create(const swa_directory_store_config_t* config,
+SWA_API swa_status_t swa_store_directory_create(const swa_store_directory_config_t* config,
                                                 swa_kv_store_t* out);
 
 /** \brief Configuration of the built-in Redis store.
  *  \warning Experimental: may change before 1.0. */
-typedef struct swa_redis_store_config {
-  size_t struct_size;         /**< sizeof(swa_redis_store_config_t), set by init. */
+typedef struct swa_store_redis_config {
+  size_t struct_size;         /**< sizeof(swa_store_redis_config_t), set by init. */
   const char* host;           /**< Server host name or address. Default "127.0.0.1". */
   uint32_t port;              /**< TCP port, 1 ... 65535. Default 6379. */
   uint32_t db;                /**< Database number (SELECT). Default 0. */
@@ -1024,13 +1048,13 @@ typedef struct swa_redis_store_config {
   uint32_t ttl_seconds;       /**< Expiry of each blob (SET ... EX); 0 = none. Default 0. */
   uint32_t timeout_ms;        /**< Connect and command timeout. Default 5000. */
   uint32_t max_connections;   /**< Idle connections kept for reuse. Default 8. */
-} swa_redis_store_config_t;
+} swa_store_redis_config_t;
 
-/** \brief Fill *config with the defaults listed on swa_redis_store_config_t.
+/** \brief Fill *config with the defaults listed on swa_store_redis_config_t.
  *  \param[out] config Written in full; NULL is ignored.
  *  \warning Experimental: may change before 1.0.
  *  \note Thread-safe. */
-SWA_API void swa_redis_store_config_init(swa_redis_store_config_t* config);
+SWA_API void swa_store_redis_config_init(swa_store_redis_config_t* config);
 
 /** \brief Create a store on a Redis server: one SET per blob (with the optional
  *  TTL), GET, EXISTS, DEL. Connects once to fail early; each call then borrows
@@ -1043,7 +1067,7 @@ SWA_API void swa_redis_store_config_init(swa_redis_store_config_t* config);
  *  SWA_UNAVAILABLE when the server cannot be reached; SWA_UNAUTHENTICATED when
  *  AUTH fails; SWA_UNIMPLEMENTED in a build without hiredis.
  *  \note Thread-safe. */
-SWA_API swa_status_t swa_store_redis_create(const swa_redis_store_config_t* config,
+SWA_API swa_status_t swa_store_redis_create(const swa_store_redis_config_t* config,
                                             swa_kv_store_t* out);
 
 /* ---- Projection ----------------------------------------------------------- */

@@ -69,8 +69,8 @@ int RunDemo(const DemoOptions& opt) {
     config.backend = SWA_BACKEND_CPU;
     DEMO_CHECK(swa_cache_create(&config, &cache));
   }
-  swa_memory_store_config_t mcfg;
-  swa_memory_store_config_init(&mcfg);
+  swa_store_memory_config_t mcfg;
+  swa_store_memory_config_init(&mcfg);
   swa_kv_store_t store;
   swa_kv_store_init(&store);
   DEMO_CHECK(swa_store_memory_create(&mcfg, &store));
@@ -201,7 +201,7 @@ int RunDemo(const DemoOptions& opt) {
     if (worst > 1e-5) break;
   }
 
-  swa_memory_store_stats_t ms;
+  swa_store_memory_stats_t ms;
   ms.struct_size = sizeof ms;
   DEMO_CHECK(swa_store_memory_stats(&store, &ms));
   std::printf("libswacache %s demo — preset %s, %u of its layers, %u sequences\n\n",

@@ -21,6 +21,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual BackendKind kind() const = 0;
   virtual int device() const = 0;  // CUDA ordinal, -1 for host
+  // True when the pool is ordinary host memory that host code may read and
+  // write directly (no CopyToHost / CopyFromHost needed).
+  virtual bool HostAddressable() const = 0;
 
   // OK when the step kernels can run `layer`; else UNIMPLEMENTED (or
   // INVALID_ARGUMENT) naming the unsupported value. Checked for every layer

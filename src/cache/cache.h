@@ -4,17 +4,16 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
 #include "cache/slot_table.h"
 #include "layout/layout.h"
+#include "store/blob_store.h"
+#include "store/slot_io.h"
 #include "store/staging_pool.h"
 
 namespace swa {
-
-class StoreAdaptor;  // store/store_adaptor.h
 
 // Counters behind swa_cache_stats().
 struct CacheCounters {
@@ -52,16 +51,14 @@ class Cache {
   CacheCounters& counters() { return counters_; }
   const CacheCounters& counters() const { return counters_; }
 
-  // ---- External KV store (docs/semantics.md, "Store blob"; owned by src/store/) -
+  // ---- External KV store (docs/semantics.md, "Store blob"; save/restore in src/store/)
   // Attaches `store` (nullptr detaches). A save/restore in flight keeps the
   // store it started with; the old one is released when the last user ends.
-  void SetStore(std::shared_ptr<StoreAdaptor> store);
-  std::shared_ptr<StoreAdaptor> store() const;
-  // Persists the slot's stored region under `key` (put reads host pools in place).
-  absl::Status SaveSlot(uint32_t slot, std::string_view key);
-  // Reads, verifies, then overwrites the stored region and written_end /
-  // valid_start / ring_high; any failure leaves the slot byte-for-byte unchanged.
-  absl::Status RestoreSlot(uint32_t slot, std::string_view key);
+  void SetStore(std::shared_ptr<BlobStore> store);
+  // The attached store; FAILED_PRECONDITION when there is none.
+  absl::StatusOr<std::shared_ptr<BlobStore>> store() const;
+  // What store/slot_io.h needs to save or restore one of this cache's slots.
+  SlotIo slot_io() { return SlotIo{&layout_, &slots_, backend_.get(), pool_, &store_staging_}; }
   // ---- end of the external KV store block ------------------------------------
 
  private:
@@ -75,9 +72,8 @@ class Cache {
   CacheCounters counters_;
 
   // ---- External KV store --------------------------------------------------------
-  absl::StatusOr<std::shared_ptr<StoreAdaptor>> RequireStore() const;
   mutable absl::Mutex store_mu_;
-  std::shared_ptr<StoreAdaptor> store_ ABSL_GUARDED_BY(store_mu_);
+  std::shared_ptr<BlobStore> store_ ABSL_GUARDED_BY(store_mu_);
   StagingPool store_staging_;
   // ---- end of the external KV store block ------------------------------------
 };

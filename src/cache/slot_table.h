@@ -22,6 +22,14 @@ struct SlotState {
   // that only sets written_end stays safe (a stale value is merely stricter).
   // See docs/planner.md.
   int32_t ring_high = 0;
+  // Bumped by every Free (Alloc keeps it): a restore that read the store while
+  // the slot was freed and handed out again sees another value and writes
+  // nothing. The same check serves anyone who must know "still the same owner".
+  uint32_t generation = 0;
+  // > 0: that many saves are reading the slot's bytes outside the lock;
+  // -1: a restore is writing them. While busy, every other call on the slot
+  // fails with FAILED_PRECONDITION (CheckAllocatedLocked).
+  int32_t busy = 0;
 };
 
 // O(1) alloc/free from a LIFO free list; every method locks `mu()` itself
@@ -39,15 +47,35 @@ class SlotTable {
   absl::Status Set(uint32_t slot, const SlotState& state) ABSL_LOCKS_EXCLUDED(mu_);
   uint32_t num_allocated() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The slot's generation; OUT_OF_RANGE, FAILED_PRECONDITION as CheckAllocatedLocked.
+  absl::StatusOr<uint32_t> Generation(uint32_t slot) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Payload copies run without the lock; the slot is marked busy meanwhile.
+  // A save: several may read one slot at once. Returns the slot's state.
+  absl::StatusOr<SlotState> BeginRead(uint32_t slot) ABSL_LOCKS_EXCLUDED(mu_);
+  void EndRead(uint32_t slot) ABSL_LOCKS_EXCLUDED(mu_);
+  // A restore: alone, and only while the slot still has `generation` (it was
+  // not freed since the caller read it).
+  absl::Status BeginWrite(uint32_t slot, uint32_t generation) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends a write; `restored` (when not null) supplies written_end, valid_start
+  // and ring_high.
+  void EndWrite(uint32_t slot, const SlotState* restored) ABSL_LOCKS_EXCLUDED(mu_);
+
   absl::Mutex& mu() const ABSL_LOCK_RETURNED(mu_) { return mu_; }
-  // OUT_OF_RANGE for an id past the pool, FAILED_PRECONDITION when not allocated.
+  // OUT_OF_RANGE for an id past the pool, FAILED_PRECONDITION when not
+  // allocated or busy (being saved or restored).
   absl::Status CheckAllocatedLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Copies written_end, valid_start and ring_high (not the slot's identity:
+  // allocated, generation, busy).
+  static void CopyPositions(const SlotState& from, SlotState* to);
   SlotState& StateLocked(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return state_[slot]; }
   const SlotState& StateLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return state_[slot];
   }
 
  private:
+  absl::Status CheckInRangeLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   std::vector<SlotState> state_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> free_ ABSL_GUARDED_BY(mu_);  // stack of free ids

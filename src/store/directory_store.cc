@@ -88,7 +88,7 @@ absl::StatusOr<std::unique_ptr<DirectoryStore>> DirectoryStore::Open(
   return std::unique_ptr<DirectoryStore>(new DirectoryStore(std::move(opts)));
 }
 
-absl::Status DirectoryStore::Put(std::string_view key, absl::Span<const swa_iov_t> iov) {
+absl::Status DirectoryStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
   const std::string path = absl::StrCat(options_.path, "/", RelativePath(key));
   const std::string dir = DirName(path);
   if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
@@ -103,9 +103,9 @@ absl::Status DirectoryStore::Put(std::string_view key, absl::Span<const swa_iov_
   };
   {
     absl::Cleanup close_fd = [fd] { close(fd); };
-    for (const swa_iov_t& v : iov) {
-      const auto* p = static_cast<const uint8_t*>(v.data);
-      for (size_t left = v.size; left > 0;) {
+    for (ConstByteSpan piece : pieces) {
+      const uint8_t* p = piece.data();
+      for (size_t left = piece.size(); left > 0;) {
         const ssize_t n = write(fd, p, left);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return ErrnoStatus(errno, "cannot write", temp);
@@ -121,8 +121,8 @@ absl::Status DirectoryStore::Put(std::string_view key, absl::Span<const swa_iov_
   return absl::OkStatus();
 }
 
-absl::Status DirectoryStore::Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                                 uint64_t* blob_size) {
+absl::StatusOr<uint64_t> DirectoryStore::Get(std::string_view key,
+                                             absl::Span<const ByteSpan> pieces) {
   const std::string path = absl::StrCat(options_.path, "/", RelativePath(key));
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -133,28 +133,21 @@ absl::Status DirectoryStore::Get(std::string_view key, absl::Span<const swa_iov_
   struct stat st;
   if (fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat", path);
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size != IovBytes(iov)) {
-    *blob_size = size;
-    return absl::OkStatus();
-  }
+  if (size != TotalBytes(pieces)) return size;
   uint64_t got = 0;  // a file never changes once renamed, but count anyway
-  for (const swa_iov_t& v : iov) {
-    auto* p = static_cast<uint8_t*>(v.data);
-    for (size_t left = v.size; left > 0;) {
+  for (ByteSpan piece : pieces) {
+    uint8_t* p = piece.data();
+    for (size_t left = piece.size(); left > 0;) {
       const ssize_t n = pread(fd, p, left, static_cast<off_t>(got));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return ErrnoStatus(errno, "cannot read", path);
-      if (n == 0) {
-        *blob_size = got;
-        return absl::OkStatus();
-      }
+      if (n == 0) return got;
       p += n;
       got += static_cast<uint64_t>(n);
       left -= static_cast<size_t>(n);
     }
   }
-  *blob_size = got;
-  return absl::OkStatus();
+  return got;
 }
 
 absl::StatusOr<bool> DirectoryStore::Exists(std::string_view key) {

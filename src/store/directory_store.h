@@ -22,9 +22,8 @@ class DirectoryStore final : public KvStore {
  public:
   static absl::StatusOr<std::unique_ptr<DirectoryStore>> Open(const DirectoryStoreOptions& options);
 
-  absl::Status Put(std::string_view key, absl::Span<const swa_iov_t> iov) override;
-  absl::Status Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                   uint64_t* blob_size) override;
+  absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override;
+  absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
 

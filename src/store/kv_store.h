@@ -1,42 +1,51 @@
-// The C++ side of a store: the built-in stores implement KvStore and are
-// handed to C as a swa_kv_store_t whose callbacks forward to it.
+// The C++ interface of a key-value store. The built-in stores implement it;
+// an engine's C callback table reaches it through the adaptor in src/capi/.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "swacache.h"
 
 namespace swa {
 
+using ConstByteSpan = absl::Span<const uint8_t>;
+using ByteSpan = absl::Span<uint8_t>;
+
+// Most bytes of an engine key (the C header's SWA_STORE_MAX_KEY_BYTES).
+inline constexpr size_t kMaxKeyBytes = 1024;
+
+// Thread-safe: calls may run concurrently from several threads. Spans are
+// borrowed for the call only.
 class KvStore {
  public:
   virtual ~KvStore() = default;
-  // The contracts of the swa_kv_store_t entries of the same names.
-  virtual absl::Status Put(std::string_view key, absl::Span<const swa_iov_t> iov) = 0;
-  virtual absl::Status Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                           uint64_t* blob_size) = 0;
+
+  // Stores the concatenation of `pieces` under `key`, replacing any blob
+  // there; readers see the old blob or the new one, never a mix.
+  virtual absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) = 0;
+  // Returns the size of the blob under `key` (NOT_FOUND when there is none).
+  // When it equals the pieces' total, the blob is copied into them in order;
+  // otherwise their contents are unspecified.
+  virtual absl::StatusOr<uint64_t> Get(std::string_view key,
+                                       absl::Span<const ByteSpan> pieces) = 0;
   virtual absl::StatusOr<bool> Exists(std::string_view key) = 0;
+  // NOT_FOUND when there is no blob under `key`.
   virtual absl::Status Remove(std::string_view key) = 0;
 };
 
-// A callback table that owns `store` (release deletes it).
-swa_kv_store_t MakeStoreTable(std::unique_ptr<KvStore> store);
+// Total bytes of a scattered buffer.
+uint64_t TotalBytes(absl::Span<const ConstByteSpan> pieces);
+uint64_t TotalBytes(absl::Span<const ByteSpan> pieces);
 
-// The KvStore behind a table made by MakeStoreTable, or nullptr for any other table.
-KvStore* StoreFromTable(const swa_kv_store_t& table);
-
-// Writes `status`'s message into a callback's message buffer; returns its code.
-swa_status_t ToCallbackStatus(const absl::Status& status, char* message, size_t message_cap);
-
-// Total bytes described by an iov array.
-uint64_t IovBytes(absl::Span<const swa_iov_t> iov);
+// Concatenates `pieces` into `dst` (TotalBytes(pieces) bytes).
+void GatherInto(absl::Span<const ConstByteSpan> pieces, uint8_t* dst);
+// Spreads TotalBytes(pieces) bytes of `src` over `pieces`, in order.
+void ScatterFrom(const uint8_t* src, absl::Span<const ByteSpan> pieces);
 
 // A key as text for messages: printable bytes as they are, others escaped,
 // long keys shortened.

@@ -1,6 +1,5 @@
 #include "store/memory_store.h"
 
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -15,8 +14,8 @@ void MemoryStore::EraseLocked(Lru::iterator it, std::shared_ptr<const Blob>* gra
   lru_.erase(it);
 }
 
-absl::Status MemoryStore::Put(std::string_view key, absl::Span<const swa_iov_t> iov) {
-  const uint64_t size = IovBytes(iov);
+absl::Status MemoryStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
+  const uint64_t size = TotalBytes(pieces);
   const uint64_t charge = key.size() + size;
   {
     absl::MutexLock lock(&mu_);
@@ -31,11 +30,7 @@ absl::Status MemoryStore::Put(std::string_view key, absl::Span<const swa_iov_t> 
   auto blob = std::make_shared<Blob>();
   blob->bytes = std::make_unique_for_overwrite<uint8_t[]>(size == 0 ? 1 : size);
   blob->size = size;
-  uint8_t* dst = blob->bytes.get();
-  for (const swa_iov_t& v : iov) {
-    if (v.size != 0) std::memcpy(dst, v.data, v.size);
-    dst += v.size;
-  }
+  GatherInto(pieces, blob->bytes.get());
 
   std::vector<std::shared_ptr<const Blob>> graveyard;  // freed after unlocking
   absl::MutexLock lock(&mu_);
@@ -54,8 +49,8 @@ absl::Status MemoryStore::Put(std::string_view key, absl::Span<const swa_iov_t> 
   return absl::OkStatus();
 }
 
-absl::Status MemoryStore::Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                              uint64_t* blob_size) {
+absl::StatusOr<uint64_t> MemoryStore::Get(std::string_view key,
+                                          absl::Span<const ByteSpan> pieces) {
   std::shared_ptr<const Blob> blob;
   {
     absl::MutexLock lock(&mu_);
@@ -68,17 +63,8 @@ absl::Status MemoryStore::Get(std::string_view key, absl::Span<const swa_iov_t> 
     lru_.splice(lru_.begin(), lru_, found->second);
     blob = found->second->blob;
   }
-  if (blob->size != IovBytes(iov)) {
-    *blob_size = blob->size;
-    return absl::OkStatus();
-  }
-  const uint8_t* src = blob->bytes.get();
-  for (const swa_iov_t& v : iov) {
-    if (v.size != 0) std::memcpy(v.data, src, v.size);
-    src += v.size;
-  }
-  *blob_size = blob->size;
-  return absl::OkStatus();
+  if (blob->size == TotalBytes(pieces)) ScatterFrom(blob->bytes.get(), pieces);
+  return uint64_t{blob->size};
 }
 
 absl::StatusOr<bool> MemoryStore::Exists(std::string_view key) {

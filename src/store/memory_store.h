@@ -31,9 +31,8 @@ class MemoryStore final : public KvStore {
  public:
   explicit MemoryStore(uint64_t budget_bytes) { stats_.budget_bytes = budget_bytes; }
 
-  absl::Status Put(std::string_view key, absl::Span<const swa_iov_t> iov) override;
-  absl::Status Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                   uint64_t* blob_size) override;
+  absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override;
+  absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
 

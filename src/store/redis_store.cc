@@ -146,20 +146,16 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(const std::vector<std::str
   return r;
 }
 
-absl::Status RedisStore::Put(std::string_view key, absl::Span<const swa_iov_t> iov) {
+absl::Status RedisStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
   // One SET keeps the write atomic for readers; hiredis copies the value into
   // its output buffer anyway, so joining the pieces first costs one copy.
   std::string joined;
   std::string_view value;
-  if (iov.size() == 1) {
-    value = std::string_view(static_cast<const char*>(iov[0].data), iov[0].size);
+  if (pieces.size() == 1) {
+    value = std::string_view(reinterpret_cast<const char*>(pieces[0].data()), pieces[0].size());
   } else {
-    joined.resize(IovBytes(iov));
-    size_t at = 0;
-    for (const swa_iov_t& v : iov) {
-      if (v.size != 0) std::memcpy(joined.data() + at, v.data, v.size);
-      at += v.size;
-    }
+    joined.resize(TotalBytes(pieces));
+    GatherInto(pieces, reinterpret_cast<uint8_t*>(joined.data()));
     value = joined;
   }
   std::vector<std::string_view> args = {"SET", key, value};
@@ -172,22 +168,17 @@ absl::Status RedisStore::Put(std::string_view key, absl::Span<const swa_iov_t> i
   return r.status();
 }
 
-absl::Status RedisStore::Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                             uint64_t* blob_size) {
+absl::StatusOr<uint64_t> RedisStore::Get(std::string_view key,
+                                         absl::Span<const ByteSpan> pieces) {
   absl::StatusOr<Reply> r = Command({"GET", key});
   if (!r.ok()) return r.status();
   const redisReply& reply = **r;
   if (reply.type == REDIS_REPLY_NIL) return absl::NotFoundError("redis store: no blob under this key");
   if (reply.type != REDIS_REPLY_STRING)
     return absl::UnknownError(absl::StrFormat("redis store GET: unexpected reply type %d", reply.type));
-  *blob_size = reply.len;
-  if (reply.len != IovBytes(iov)) return absl::OkStatus();
-  const char* src = reply.str;
-  for (const swa_iov_t& v : iov) {
-    if (v.size != 0) std::memcpy(v.data, src, v.size);
-    src += v.size;
-  }
-  return absl::OkStatus();
+  if (reply.len == TotalBytes(pieces))
+    ScatterFrom(reinterpret_cast<const uint8_t*>(reply.str), pieces);
+  return uint64_t{reply.len};
 }
 
 absl::StatusOr<bool> RedisStore::Exists(std::string_view key) {

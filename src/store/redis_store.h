@@ -33,9 +33,8 @@ class RedisStore final : public KvStore {
   static absl::StatusOr<std::unique_ptr<RedisStore>> Connect(const RedisStoreOptions& options);
   ~RedisStore() override;
 
-  absl::Status Put(std::string_view key, absl::Span<const swa_iov_t> iov) override;
-  absl::Status Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                   uint64_t* blob_size) override;
+  absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override;
+  absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
 

@@ -20,8 +20,8 @@ const std::vector<LayerCfg> kLayers = {
 // engine rebuilds their state itself after a restore.)
 TEST(StepStore, RestoredSequenceContinuesExactly) {
   StepHarness h(16, 3, kLayers, 3, 42, /*all_stored=*/true);
-  swa_memory_store_config_t mc;
-  swa_memory_store_config_init(&mc);
+  swa_store_memory_config_t mc;
+  swa_store_memory_config_init(&mc);
   swa_kv_store_t store;
   swa_kv_store_init(&store);
   ASSERT_EQ(swa_store_memory_create(&mc, &store), SWA_OK) << swa_last_error();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -72,7 +73,6 @@ swa_status_t RecPut(void* ud, const uint8_t* key, size_t key_len, const swa_iov_
   r->iov_data.clear();
   r->blob.clear();
   for (size_t i = 0; i < n_iov; ++i) {
-    EXPECT_EQ(iov[i].struct_size, sizeof(swa_iov_t));
     r->iov_sizes.push_back(iov[i].size);
     r->iov_data.push_back(iov[i].data);
     const auto* p = static_cast<const uint8_t*>(iov[i].data);
@@ -122,15 +122,15 @@ TEST(StoreApi, InitFillsSizeAndNulls) {
   EXPECT_EQ(t.put, nullptr);
   EXPECT_EQ(t.release, nullptr);
   swa_kv_store_init(nullptr);  // ignored
-  swa_memory_store_config_t m;
-  swa_memory_store_config_init(&m);
+  swa_store_memory_config_t m;
+  swa_store_memory_config_init(&m);
   EXPECT_EQ(m.budget_bytes, uint64_t{1} << 30);
-  swa_directory_store_config_t d;
-  swa_directory_store_config_init(&d);
+  swa_store_directory_config_t d;
+  swa_store_directory_config_init(&d);
   EXPECT_EQ(d.create, 1u);
   EXPECT_EQ(d.sync, 1u);
-  swa_redis_store_config_t r;
-  swa_redis_store_config_init(&r);
+  swa_store_redis_config_t r;
+  swa_store_redis_config_init(&r);
   EXPECT_STREQ(r.host, "127.0.0.1");
   EXPECT_EQ(r.port, 6379u);
 }
@@ -235,6 +235,60 @@ TEST(StoreApi, ReleaseExactlyOnceAndNeverOnFailure) {
   EXPECT_EQ(b.releases, 1);
 }
 
+// A put that, from inside the callback (no library lock is held there), tries
+// every call that must refuse a slot being saved, and checks another slot.
+struct BusyProbe {
+  swa_cache_t* cache = nullptr;
+  uint32_t busy = 0, other = 0;
+  std::vector<std::pair<std::string, swa_status_t>> seen;
+  std::vector<std::string> messages;
+};
+
+swa_status_t ProbePut(void* ud, const uint8_t*, size_t, const swa_iov_t*, size_t, char*, size_t) {
+  auto* p = static_cast<BusyProbe*>(ud);
+  auto note = [&](const char* call, swa_status_t code) {
+    p->seen.emplace_back(call, code);
+    p->messages.push_back(code == SWA_OK ? "" : swa_last_error());
+  };
+  swa_plan_t* plan = nullptr;
+  if (swa_plan_create(p->cache, &plan) != SWA_OK) return SWA_INTERNAL;
+  const swa_seq_t on_busy = {p->busy, 4, 4, 0};
+  const swa_seq_t on_other = {p->other, 4, 4, 0};
+  note("free", swa_slot_free(p->cache, p->busy));
+  note("reset", swa_slot_reset(p->cache, p->busy));
+  note("copy", swa_slot_copy(p->cache, p->other, p->busy));
+  note("plan_build", swa_plan_build(plan, &on_busy, 1));
+  note("restore", swa_slot_restore(p->cache, p->busy, kKey, sizeof kKey));
+  note("other_plan_build", swa_plan_build(plan, &on_other, 1));
+  swa_plan_destroy(plan);
+  return SWA_OK;
+}
+
+TEST(StoreApi, ASlotBeingSavedRefusesOtherCallsAndOtherSlotsWork) {
+  CacheHolder h;
+  MakeCache(&h);
+  BusyProbe probe;
+  probe.cache = h.cache;
+  ASSERT_EQ(swa_slot_alloc(h.cache, &probe.busy), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(h.cache, &probe.other), SWA_OK);
+  swa_kv_store_t t;
+  swa_kv_store_init(&t);
+  t.user_data = &probe;
+  t.put = ProbePut;
+  ASSERT_EQ(swa_cache_set_store(h.cache, &t), SWA_OK);
+  ASSERT_EQ(swa_slot_save(h.cache, probe.busy, kKey, sizeof kKey), SWA_OK) << swa_last_error();
+  ASSERT_EQ(probe.seen.size(), 6u);
+  const std::string busy_text = "slot " + std::to_string(probe.busy) + " is being saved/restored";
+  for (size_t i = 0; i + 1 < probe.seen.size(); ++i) {
+    EXPECT_EQ(probe.seen[i].second, SWA_FAILED_PRECONDITION) << probe.seen[i].first;
+    EXPECT_NE(probe.messages[i].find(busy_text), std::string::npos)
+        << probe.seen[i].first << ": " << probe.messages[i];
+  }
+  EXPECT_EQ(probe.seen.back().second, SWA_OK) << probe.messages.back();
+  // The save is over: the slot is free to use again.
+  EXPECT_EQ(swa_slot_free(h.cache, probe.busy), SWA_OK);
+}
+
 TEST(StoreApi, MemoryStoreRoundTripStatsExistsRemove) {
   CacheHolder h;
   MakeCache(&h);
@@ -243,8 +297,8 @@ TEST(StoreApi, MemoryStoreRoundTripStatsExistsRemove) {
   ASSERT_EQ(swa_slot_alloc(h.cache, &s1), SWA_OK);
   std::mt19937 rng(2);
   for (uint64_t i = 0; i < 2 * h.layout.slot_bytes; ++i) h.pool[i] = uint8_t(rng() | 1);
-  swa_memory_store_config_t mc;
-  swa_memory_store_config_init(&mc);
+  swa_store_memory_config_t mc;
+  swa_store_memory_config_init(&mc);
   swa_kv_store_t t;
   swa_kv_store_init(&t);
   ASSERT_EQ(swa_store_memory_create(&mc, &t), SWA_OK);
@@ -261,7 +315,7 @@ TEST(StoreApi, MemoryStoreRoundTripStatsExistsRemove) {
   ASSERT_EQ(swa_cache_store_exists(h.cache, kKey, sizeof kKey, &exists), SWA_OK);
   EXPECT_EQ(exists, 1u);
   EXPECT_EQ(swa_slot_restore(h.cache, s1, kKey, 3), SWA_NOT_FOUND);
-  swa_memory_store_stats_t st;
+  swa_store_memory_stats_t st;
   st.struct_size = sizeof st;
   ASSERT_EQ(swa_store_memory_stats(&t, &st), SWA_OK);
   EXPECT_EQ(st.puts, 1u);
@@ -293,8 +347,8 @@ TEST(StoreApi, DirectoryStoreSurvivesAnotherCache) {
   char tmpl[] = "/tmp/swa_apidir_XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string root = std::string(tmpl) + "/nested/store";
-  swa_directory_store_config_t dc;
-  swa_directory_store_config_init(&dc);
+  swa_store_directory_config_t dc;
+  swa_store_directory_config_init(&dc);
   dc.path = root.c_str();
   std::vector<uint8_t> saved;
   {
@@ -342,8 +396,8 @@ TEST(StoreApi, DirectoryStoreSurvivesAnotherCache) {
 }
 
 TEST(StoreApi, RedisCreateValidatesOrIsUnimplemented) {
-  swa_redis_store_config_t c;
-  swa_redis_store_config_init(&c);
+  swa_store_redis_config_t c;
+  swa_store_redis_config_init(&c);
   swa_kv_store_t t;
   swa_kv_store_init(&t);
   c.host = nullptr;

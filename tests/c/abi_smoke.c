@@ -26,6 +26,11 @@ int main(void) {
   swa_slot_info_t info;
   uint32_t slots[4];
   uint32_t extra = 0;
+  swa_store_memory_config_t mc;
+  swa_store_memory_stats_t ms;
+  swa_kv_store_t store;
+  swa_iov_t iov;
+  static const uint8_t key[3] = {'s', 'e', 'q'};
   int i;
 
   for (i = 0; i < 3; ++i) swa_layer_desc_init(&layers[i]);
@@ -76,6 +81,19 @@ int main(void) {
   CHECK(swa_slot_info(cache, slots[0], &info) == SWA_OK && info.allocated == 1);
   info.struct_size = 1;
   CHECK(swa_slot_info(cache, slots[0], &info) == SWA_INVALID_ARGUMENT);
+
+  /* The built-in memory store through its C names; swa_iov_t is a plain pair. */
+  CHECK(sizeof iov == sizeof iov.data + sizeof iov.size);
+  swa_store_memory_config_init(&mc);
+  CHECK(mc.struct_size == sizeof mc && mc.budget_bytes == (uint64_t)1 << 30);
+  swa_kv_store_init(&store);
+  CHECK(swa_store_memory_create(&mc, &store) == SWA_OK);
+  CHECK(swa_cache_set_store(cache, &store) == SWA_OK);
+  CHECK(swa_slot_save(cache, slots[0], key, sizeof key) == SWA_OK);
+  CHECK(swa_slot_restore(cache, slots[1], key, sizeof key) == SWA_OK);
+  ms.struct_size = sizeof ms;
+  CHECK(swa_store_memory_stats(&store, &ms) == SWA_OK);
+  CHECK(ms.puts == 1 && ms.hits == 1 && ms.entries == 1);
 
   swa_cache_destroy(cache);
   if (failures == 0) printf("abi_smoke: OK (libswacache %s)\n", swa_version_string());

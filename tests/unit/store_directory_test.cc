@@ -19,7 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-swa_iov_t Iov(const void* p, size_t n) { return {sizeof(swa_iov_t), const_cast<void*>(p), n}; }
+ConstByteSpan In(const void* p, size_t n) { return ConstByteSpan(static_cast<const uint8_t*>(p), n); }
+ByteSpan Out(void* p, size_t n) { return ByteSpan(static_cast<uint8_t*>(p), n); }
 
 class DirectoryStoreTest : public ::testing::Test {
  protected:
@@ -43,10 +44,10 @@ class DirectoryStoreTest : public ::testing::Test {
                          uint64_t* reported = nullptr) {
     std::string out(size, '\xCC');
     const size_t cut = size / 2;
-    const swa_iov_t iov[2] = {Iov(out.data(), cut), Iov(out.data() + cut, size - cut)};
-    uint64_t blob_size = 0;
-    *st = s.Get(key, iov, &blob_size);
-    if (reported != nullptr) *reported = blob_size;
+    const ByteSpan iov[2] = {Out(out.data(), cut), Out(out.data() + cut, size - cut)};
+    absl::StatusOr<uint64_t> blob_size = s.Get(key, iov);
+    *st = blob_size.status();
+    if (reported != nullptr) *reported = blob_size.ok() ? *blob_size : 0;
     return out;
   }
 
@@ -63,7 +64,7 @@ class DirectoryStoreTest : public ::testing::Test {
 TEST_F(DirectoryStoreTest, RoundTripShardedNoTempFilesLeft) {
   auto s = Open();
   const std::string a = "first part|", b = "second part";
-  const swa_iov_t iov[2] = {Iov(a.data(), a.size()), Iov(b.data(), b.size())};
+  const ConstByteSpan iov[2] = {In(a.data(), a.size()), In(b.data(), b.size())};
   ASSERT_TRUE(s->Put("key-1", iov).ok());
   absl::Status st;
   EXPECT_EQ(Get(*s, "key-1", a.size() + b.size(), &st), a + b);
@@ -88,7 +89,7 @@ TEST_F(DirectoryStoreTest, KeysSpreadOverShards) {
 TEST_F(DirectoryStoreTest, SizeMismatchIsReported) {
   auto s = Open();
   const std::string v = "0123456789";
-  const swa_iov_t iov[1] = {Iov(v.data(), v.size())};
+  const ConstByteSpan iov[1] = {In(v.data(), v.size())};
   ASSERT_TRUE(s->Put("k", iov).ok());
   absl::Status st;
   uint64_t reported = 0;
@@ -102,11 +103,11 @@ TEST_F(DirectoryStoreTest, OverwriteRemoveAndReopen) {
     auto s = Open();
     for (int i = 0; i < 20; ++i) {
       const std::string v = "value-" + std::to_string(i);
-      const swa_iov_t iov[1] = {Iov(v.data(), v.size())};
+      const ConstByteSpan iov[1] = {In(v.data(), v.size())};
       ASSERT_TRUE(s->Put("k" + std::to_string(i), iov).ok());
     }
     const std::string v = "replaced";
-    const swa_iov_t iov[1] = {Iov(v.data(), v.size())};
+    const ConstByteSpan iov[1] = {In(v.data(), v.size())};
     ASSERT_TRUE(s->Put("k3", iov).ok());
     ASSERT_TRUE(s->Remove("k4").ok());
     EXPECT_TRUE(absl::IsNotFound(s->Remove("k4")));
@@ -130,7 +131,7 @@ TEST_F(DirectoryStoreTest, LongBinaryKeysUseNestedNames) {
   std::string key(1100, '\0');
   for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<char>(i * 7);
   const std::string v = "long key value";
-  const swa_iov_t iov[1] = {Iov(v.data(), v.size())};
+  const ConstByteSpan iov[1] = {In(v.data(), v.size())};
   ASSERT_TRUE(s->Put(key, iov).ok());
   absl::Status st;
   EXPECT_EQ(Get(*s, key, v.size(), &st), v);
@@ -165,7 +166,7 @@ TEST_F(DirectoryStoreTest, ConcurrentWritersNeverExposePartialBlobs) {
       for (int i = 0; i < 100; ++i) {
         if ((i + t) % 2 == 0) {
           const std::string v(8192, static_cast<char>('a' + (i + t) % 26));
-          const swa_iov_t iov[1] = {Iov(v.data(), v.size())};
+          const ConstByteSpan iov[1] = {In(v.data(), v.size())};
           if (!s->Put("shared", iov).ok()) bad = true;
         } else {
           absl::Status st;

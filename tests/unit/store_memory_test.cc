@@ -14,12 +14,13 @@
 namespace swa {
 namespace {
 
-swa_iov_t Iov(const void* p, size_t n) { return {sizeof(swa_iov_t), const_cast<void*>(p), n}; }
+ConstByteSpan In(const void* p, size_t n) { return ConstByteSpan(static_cast<const uint8_t*>(p), n); }
+ByteSpan Out(void* p, size_t n) { return ByteSpan(static_cast<uint8_t*>(p), n); }
 
 absl::Status PutString(MemoryStore& s, const std::string& key, const std::string& value) {
   // Split in two pieces to exercise gathering.
   const size_t cut = value.size() / 3;
-  const swa_iov_t iov[2] = {Iov(value.data(), cut), Iov(value.data() + cut, value.size() - cut)};
+  const ConstByteSpan iov[2] = {In(value.data(), cut), In(value.data() + cut, value.size() - cut)};
   return s.Put(key, iov);
 }
 
@@ -27,10 +28,10 @@ absl::Status PutString(MemoryStore& s, const std::string& key, const std::string
 std::string GetString(MemoryStore& s, const std::string& key, size_t size, absl::Status* st,
                       uint64_t* reported = nullptr) {
   std::string out(size, '\xCC');  // poison
-  const swa_iov_t iov[1] = {Iov(out.data(), out.size())};
-  uint64_t blob_size = 0xDEAD;
-  *st = s.Get(key, iov, &blob_size);
-  if (reported != nullptr) *reported = blob_size;
+  const ByteSpan iov[1] = {Out(out.data(), out.size())};
+  absl::StatusOr<uint64_t> blob_size = s.Get(key, iov);
+  *st = blob_size.status();
+  if (reported != nullptr) *reported = blob_size.ok() ? *blob_size : 0xDEAD;
   return out;
 }
 

@@ -17,7 +17,8 @@
 
 #include "gtest/gtest.h"
 #include "store/blob.h"
-#include "store/store_adaptor.h"
+#include "capi/store_table.h"
+#include "store/blob_store.h"
 #include "swacache.h"
 #include "unit/store_test_util.h"
 
@@ -137,8 +138,8 @@ class RedisStoreTest : public ::testing::Test {
     server_ = nullptr;
   }
   void SetUp() override {
-    swa_redis_store_config_t probe;
-    swa_redis_store_config_init(&probe);
+    swa_store_redis_config_t probe;
+    swa_store_redis_config_init(&probe);
     probe.port = 1;  // never reached: only asks whether this build has the store
     swa_kv_store_t t;
     swa_kv_store_init(&t);
@@ -149,8 +150,8 @@ class RedisStoreTest : public ::testing::Test {
   }
 
   swa_kv_store_t Create(uint32_t ttl = 0) {
-    swa_redis_store_config_t c;
-    swa_redis_store_config_init(&c);
+    swa_store_redis_config_t c;
+    swa_store_redis_config_init(&c);
     c.port = static_cast<uint32_t>(server_->port());
     c.ttl_seconds = ttl;
     swa_kv_store_t t;
@@ -163,7 +164,14 @@ class RedisStoreTest : public ::testing::Test {
 };
 RedisServer* RedisStoreTest::server_ = nullptr;
 
-swa_iov_t Iov(const void* p, size_t n) { return {sizeof(swa_iov_t), const_cast<void*>(p), n}; }
+swa_iov_t Iov(const void* p, size_t n) { return {const_cast<void*>(p), n}; }
+
+// Attaches a table the way swa_cache_set_store does (a built-in table is used directly).
+void Attach(Cache& cache, const swa_kv_store_t& table) {
+  absl::StatusOr<std::unique_ptr<KvStore>> kv = capi::AdoptTable(table);
+  ASSERT_TRUE(kv.ok()) << kv.status();
+  cache.SetStore(std::make_shared<BlobStore>(std::move(*kv), cache.layout().fingerprint()));
+}
 
 TEST_F(RedisStoreTest, PutGetExistsRemove) {
   swa_kv_store_t t = Create();
@@ -219,17 +227,17 @@ TEST_F(RedisStoreTest, SlotRoundTripThroughCache) {
   swa::testing::FillRandom(cache->pool(), cache->layout().pool_bytes(), rng);
   const uint32_t a = *cache->slots().Alloc(), b = *cache->slots().Alloc();
   ASSERT_TRUE(cache->slots().Set(a, {true, 4242, 4000}).ok());
-  cache->SetStore(*StoreAdaptor::Create(Create(), cache->layout().fingerprint()));
-  ASSERT_TRUE(cache->SaveSlot(a, "redis-seq").ok());
+  Attach(*cache, Create());
+  ASSERT_TRUE(swa::testing::Save(*cache, a, "redis-seq").ok());
   std::vector<uint8_t> want = swa::testing::PoolBytes(*cache);
   std::copy(cache->slot_base(a), cache->slot_base(a) + cache->layout().stored_bytes(),
             want.begin() + cache->layout().SlotOffset(b));
-  absl::Status st = cache->RestoreSlot(b, "redis-seq");
+  absl::Status st = swa::testing::Restore(*cache, b, "redis-seq");
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_TRUE(swa::testing::PoolBytes(*cache) == want);
   EXPECT_EQ(cache->slots().Get(b)->written_end, 4242);
   EXPECT_EQ(cache->slots().Get(b)->valid_start, 4000);
-  EXPECT_TRUE(absl::IsNotFound(cache->RestoreSlot(b, "no-such-seq")));
+  EXPECT_TRUE(absl::IsNotFound(swa::testing::Restore(*cache, b, "no-such-seq")));
 }
 
 TEST_F(RedisStoreTest, ConcurrentCallsUsePooledConnections) {
@@ -260,8 +268,8 @@ TEST_F(RedisStoreTest, ConcurrentCallsUsePooledConnections) {
 }
 
 TEST_F(RedisStoreTest, UnreachableServerIsUnavailable) {
-  swa_redis_store_config_t c;
-  swa_redis_store_config_init(&c);
+  swa_store_redis_config_t c;
+  swa_store_redis_config_init(&c);
   c.port = static_cast<uint32_t>(FreePort());  // nothing listens there
   c.timeout_ms = 500;
   swa_kv_store_t t;
@@ -277,8 +285,8 @@ TEST_F(RedisStoreTest, UnreachableServerIsUnavailable) {
 TEST_F(RedisStoreTest, ServerGoingAwayIsAStatusAndTheSlotIsUntouched) {
   RedisServer own;
   ASSERT_GT(own.port(), 0);
-  swa_redis_store_config_t c;
-  swa_redis_store_config_init(&c);
+  swa_store_redis_config_t c;
+  swa_store_redis_config_init(&c);
   c.port = static_cast<uint32_t>(own.port());
   c.timeout_ms = 1000;
   swa_kv_store_t t;
@@ -286,22 +294,22 @@ TEST_F(RedisStoreTest, ServerGoingAwayIsAStatusAndTheSlotIsUntouched) {
   ASSERT_EQ(swa_store_redis_create(&c, &t), SWA_OK) << swa_last_error();
   auto cache = swa::testing::MakeCache();
   const uint32_t s = *cache->slots().Alloc();
-  cache->SetStore(*StoreAdaptor::Create(t, cache->layout().fingerprint()));
-  ASSERT_TRUE(cache->SaveSlot(s, "k").ok());
+  Attach(*cache, t);
+  ASSERT_TRUE(swa::testing::Save(*cache, s, "k").ok());
   own.Stop();
   const std::vector<uint8_t> pool = swa::testing::PoolBytes(*cache);
-  absl::Status st = cache->RestoreSlot(s, "k");
+  absl::Status st = swa::testing::Restore(*cache, s, "k");
   EXPECT_TRUE(absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st)) << st;
-  EXPECT_TRUE(absl::IsUnavailable(cache->SaveSlot(s, "k")) ||
-              absl::IsDeadlineExceeded(cache->SaveSlot(s, "k")));
+  EXPECT_TRUE(absl::IsUnavailable(swa::testing::Save(*cache, s, "k")) ||
+              absl::IsDeadlineExceeded(swa::testing::Save(*cache, s, "k")));
   EXPECT_TRUE(swa::testing::PoolBytes(*cache) == pool);
 }
 
 TEST_F(RedisStoreTest, PasswordIsUsedAndCheckedAtCreate) {
   RedisServer secured("s3cret");
   ASSERT_GT(secured.port(), 0);
-  swa_redis_store_config_t c;
-  swa_redis_store_config_init(&c);
+  swa_store_redis_config_t c;
+  swa_store_redis_config_init(&c);
   c.port = static_cast<uint32_t>(secured.port());
   swa_kv_store_t t;
   swa_kv_store_init(&t);

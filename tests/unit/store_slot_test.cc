@@ -13,7 +13,9 @@
 #include "store/blob.h"
 #include "store/directory_store.h"
 #include "store/memory_store.h"
-#include "store/store_adaptor.h"
+#include "capi/callback_store.h"
+#include "capi/store_table.h"
+#include "store/blob_store.h"
 #include "unit/store_test_util.h"
 
 namespace swa {
@@ -25,11 +27,21 @@ using swa::testing::FillRandom;
 using swa::testing::MakeCache;
 using swa::testing::PoolBytes;
 
-std::shared_ptr<StoreAdaptor> Adapt(std::unique_ptr<KvStore> store, const Cache& cache) {
-  absl::StatusOr<std::shared_ptr<StoreAdaptor>> a =
-      StoreAdaptor::Create(MakeStoreTable(std::move(store)), cache.layout().fingerprint());
-  EXPECT_TRUE(a.ok()) << a.status();
-  return *a;
+using swa::testing::Restore;
+using swa::testing::Save;
+
+// The C++ store attached directly, as swa_cache_set_store does for a built-in table.
+std::shared_ptr<BlobStore> Adapt(std::unique_ptr<KvStore> store, const Cache& cache) {
+  return std::make_shared<BlobStore>(std::move(store), cache.layout().fingerprint());
+}
+
+// The C++ store attached through the C callback table and the capi adaptor,
+// the path of an engine's own store: statuses and messages cross C twice.
+std::shared_ptr<BlobStore> AdaptThroughC(std::unique_ptr<KvStore> store, const Cache& cache) {
+  absl::StatusOr<std::unique_ptr<capi::CallbackStore>> cb =
+      capi::CallbackStore::Create(capi::MakeStoreTable(std::move(store)));
+  EXPECT_TRUE(cb.ok()) << cb.status();
+  return std::make_shared<BlobStore>(std::move(*cb), cache.layout().fingerprint());
 }
 
 std::vector<SlotState> AllStates(const Cache& c) {
@@ -53,9 +65,8 @@ class SlotStoreTest : public ::testing::Test {
     cache_ = MakeCache();
     ASSERT_NE(cache_, nullptr);
     faults_ = std::make_shared<Faults>();
-    cache_->SetStore(Adapt(std::make_unique<FaultStore>(
-                               MakeStoreTable(std::make_unique<MemoryStore>(64 << 20)), faults_),
-                           *cache_));
+    cache_->SetStore(AdaptThroughC(
+        std::make_unique<FaultStore>(std::make_unique<MemoryStore>(64 << 20), faults_), *cache_));
     for (int i = 0; i < 4; ++i) slots_.push_back(*cache_->slots().Alloc());
     // Random non-zero bytes everywhere, and distinct positions per slot.
     FillRandom(cache_->pool(), cache_->layout().pool_bytes(), rng_);
@@ -70,7 +81,7 @@ class SlotStoreTest : public ::testing::Test {
   void ExpectRestoreFailsUntouched(absl::StatusCode code, const std::string& what) {
     const std::vector<uint8_t> pool = PoolBytes(*cache_);
     const std::vector<SlotState> states = AllStates(*cache_);
-    absl::Status st = cache_->RestoreSlot(slots_[1], "seq");
+    absl::Status st = Restore(*cache_, slots_[1], "seq");
     EXPECT_EQ(st.code(), code) << what << ": " << st;
     if (code == absl::StatusCode::kOk) return;  // a success may of course change the slot
     EXPECT_TRUE(PoolBytes(*cache_) == pool) << what << ": the pool changed";
@@ -89,14 +100,14 @@ void CheckRoundTrip(Cache& cache, uint32_t src, uint32_t dst, const std::string&
   const Layout& lay = cache.layout();
   const std::vector<uint8_t> stored(cache.slot_base(src), cache.slot_base(src) + lay.stored_bytes());
   const SlotState src_state = *cache.slots().Get(src);
-  ASSERT_TRUE(cache.SaveSlot(src, key).ok());
+  ASSERT_TRUE(Save(cache, src, key).ok());
   std::vector<uint8_t> want = PoolBytes(cache);
   std::copy(stored.begin(), stored.end(), want.begin() + lay.SlotOffset(dst));
   std::vector<SlotState> want_states = AllStates(cache);
   want_states[dst].written_end = src_state.written_end;
   want_states[dst].valid_start = src_state.valid_start;
   want_states[dst].ring_high = src_state.ring_high;
-  absl::Status st = cache.RestoreSlot(dst, key);
+  absl::Status st = Restore(cache, dst, key);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_TRUE(PoolBytes(cache) == want) << "restored bytes differ from the saved stored region";
   EXPECT_TRUE(SameStates(AllStates(cache), want_states));
@@ -110,12 +121,12 @@ TEST_F(SlotStoreTest, RoundTripIntoAnotherSlotAndIntoItself) {
   ASSERT_LT(cache_->layout().stored_bytes(), cache_->layout().slot_bytes());  // dropped layers exist
   CheckRoundTrip(*cache_, slots_[0], slots_[1], "seq-a");
   // Scribble over slot 2 after saving, then restore it from its own blob.
-  ASSERT_TRUE(cache_->SaveSlot(slots_[2], "seq-b").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[2], "seq-b").ok());
   const std::vector<uint8_t> saved(cache_->slot_base(slots_[2]),
                                    cache_->slot_base(slots_[2]) + cache_->layout().stored_bytes());
   FillRandom(cache_->slot_base(slots_[2]), cache_->layout().slot_bytes(), rng_);
   ASSERT_TRUE(cache_->slots().Set(slots_[2], {true, 1, 0}).ok());
-  ASSERT_TRUE(cache_->RestoreSlot(slots_[2], "seq-b").ok());
+  ASSERT_TRUE(Restore(*cache_, slots_[2], "seq-b").ok());
   EXPECT_TRUE(std::equal(saved.begin(), saved.end(), cache_->slot_base(slots_[2])));
   EXPECT_EQ(cache_->slots().Get(slots_[2])->written_end, int32_t(1000 + 37 * slots_[2]));
   EXPECT_EQ(cache_->slots().Get(slots_[2])->valid_start, int32_t(900 + 5 * slots_[2]));
@@ -155,7 +166,7 @@ TEST_F(SlotStoreTest, RoundTripThroughDirectoryStoreAndReopen) {
   auto other = MakeCache();
   other->SetStore(Adapt(*DirectoryStore::Open(o), *other));
   const uint32_t s = *other->slots().Alloc();
-  ASSERT_TRUE(other->RestoreSlot(s, "dir-seq").ok());
+  ASSERT_TRUE(Restore(*other, s, "dir-seq").ok());
   EXPECT_TRUE(std::equal(cache_->slot_base(slots_[0]),
                          cache_->slot_base(slots_[0]) + cache_->layout().stored_bytes(),
                          other->slot_base(s)));
@@ -168,7 +179,7 @@ TEST_F(SlotStoreTest, KeysArePrefixedWithTheLayoutFingerprint) {
   auto memory = std::make_unique<MemoryStore>(1 << 24);
   MemoryStore* raw = memory.get();
   cache_->SetStore(Adapt(std::move(memory), *cache_));
-  ASSERT_TRUE(cache_->SaveSlot(slots_[0], "shared-key").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[0], "shared-key").ok());
   char prefix[18];
   snprintf(prefix, sizeof prefix, "%016llx:", static_cast<unsigned long long>(cache_->layout().fingerprint()));
   EXPECT_TRUE(*raw->Exists(std::string(prefix) + "shared-key"));
@@ -177,24 +188,24 @@ TEST_F(SlotStoreTest, KeysArePrefixedWithTheLayoutFingerprint) {
 
 TEST_F(SlotStoreTest, NoStoreIsFailedPrecondition) {
   cache_->SetStore(nullptr);
-  EXPECT_TRUE(absl::IsFailedPrecondition(cache_->SaveSlot(slots_[0], "k")));
-  EXPECT_TRUE(absl::IsFailedPrecondition(cache_->RestoreSlot(slots_[0], "k")));
+  EXPECT_TRUE(absl::IsFailedPrecondition(Save(*cache_, slots_[0], "k")));
+  EXPECT_TRUE(absl::IsFailedPrecondition(Restore(*cache_, slots_[0], "k")));
 }
 
 TEST_F(SlotStoreTest, BadSlotsAndKeys) {
   const uint32_t free_slot = 7;
   ASSERT_FALSE(cache_->slots().Get(free_slot)->allocated);
-  EXPECT_TRUE(absl::IsFailedPrecondition(cache_->SaveSlot(free_slot, "k")));
-  EXPECT_TRUE(absl::IsOutOfRange(cache_->SaveSlot(99, "k")));
-  EXPECT_TRUE(absl::IsInvalidArgument(cache_->SaveSlot(slots_[0], "")));
+  EXPECT_TRUE(absl::IsFailedPrecondition(Save(*cache_, free_slot, "k")));
+  EXPECT_TRUE(absl::IsOutOfRange(Save(*cache_, 99, "k")));
+  EXPECT_TRUE(absl::IsInvalidArgument(Save(*cache_, slots_[0], "")));
   EXPECT_TRUE(absl::IsInvalidArgument(
-      cache_->SaveSlot(slots_[0], std::string(SWA_STORE_MAX_KEY_BYTES + 1, 'k'))));
-  EXPECT_TRUE(cache_->SaveSlot(slots_[0], std::string(SWA_STORE_MAX_KEY_BYTES, 'k')).ok());
-  ASSERT_TRUE(cache_->SaveSlot(slots_[0], "seq").ok());
+      Save(*cache_, slots_[0], std::string(kMaxKeyBytes + 1, 'k'))));
+  EXPECT_TRUE(Save(*cache_, slots_[0], std::string(kMaxKeyBytes, 'k')).ok());
+  ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
   ExpectRestoreFailsUntouched(absl::StatusCode::kOk, "sanity");  // slot 1 <- slot 0 works
   const std::vector<uint8_t> pool = PoolBytes(*cache_);
-  EXPECT_TRUE(absl::IsFailedPrecondition(cache_->RestoreSlot(free_slot, "seq")));
-  EXPECT_TRUE(absl::IsOutOfRange(cache_->RestoreSlot(1000, "seq")));
+  EXPECT_TRUE(absl::IsFailedPrecondition(Restore(*cache_, free_slot, "seq")));
+  EXPECT_TRUE(absl::IsOutOfRange(Restore(*cache_, 1000, "seq")));
   EXPECT_TRUE(PoolBytes(*cache_) == pool);
 }
 
@@ -203,7 +214,7 @@ TEST_F(SlotStoreTest, MissingKeyIsNotFoundAndUntouched) {
 }
 
 TEST_F(SlotStoreTest, StoreFailuresOfEveryKindPassThrough) {
-  ASSERT_TRUE(cache_->SaveSlot(slots_[0], "seq").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
   for (int code = 1; code <= 16; ++code) {
     faults_->fail_get = code;
     ExpectRestoreFailsUntouched(static_cast<absl::StatusCode>(code),
@@ -211,13 +222,13 @@ TEST_F(SlotStoreTest, StoreFailuresOfEveryKindPassThrough) {
     faults_->fail_get = 0;
     faults_->fail_put = code;
     const std::vector<uint8_t> pool = PoolBytes(*cache_);
-    absl::Status st = cache_->SaveSlot(slots_[0], "seq");
+    absl::Status st = Save(*cache_, slots_[0], "seq");
     EXPECT_EQ(static_cast<int>(st.code()), code);
     EXPECT_NE(st.message().find("injected failure of put"), std::string::npos) << st;
     EXPECT_TRUE(PoolBytes(*cache_) == pool);
     faults_->fail_put = 0;
   }
-  // A status outside swa_status_t becomes UNKNOWN.
+  // A status outside swa_status_t becomes UNKNOWN (at the C table).
   faults_->fail_get = 77;
   ExpectRestoreFailsUntouched(absl::StatusCode::kUnknown, "bogus status");
   faults_->fail_get = 0;
@@ -226,18 +237,18 @@ TEST_F(SlotStoreTest, StoreFailuresOfEveryKindPassThrough) {
 }
 
 TEST_F(SlotStoreTest, CorruptionAtEveryHeaderBitIsRejectedUntouched) {
-  ASSERT_TRUE(cache_->SaveSlot(slots_[0], "seq").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
   for (int64_t bit = 0; bit < int64_t(kBlobHeaderBytes) * 8; ++bit) {
     faults_->flip_bit = bit;
     const std::vector<uint8_t> pool = PoolBytes(*cache_);
-    absl::Status st = cache_->RestoreSlot(slots_[1], "seq");
+    absl::Status st = Restore(*cache_, slots_[1], "seq");
     ASSERT_TRUE(absl::IsDataLoss(st) || absl::IsFailedPrecondition(st)) << "bit " << bit << ": " << st;
     ASSERT_TRUE(PoolBytes(*cache_) == pool) << "bit " << bit;
   }
 }
 
 TEST_F(SlotStoreTest, RandomPayloadBitFlipsAreDataLoss) {
-  ASSERT_TRUE(cache_->SaveSlot(slots_[0], "seq").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
   const int64_t payload_bits = int64_t(cache_->layout().stored_bytes()) * 8;
   for (int i = 0; i < 200; ++i) {
     faults_->flip_bit = int64_t(kBlobHeaderBytes) * 8 + int64_t(rng_() % payload_bits);
@@ -247,7 +258,7 @@ TEST_F(SlotStoreTest, RandomPayloadBitFlipsAreDataLoss) {
 }
 
 TEST_F(SlotStoreTest, TruncatedExtendedShortAndEmptyReads) {
-  ASSERT_TRUE(cache_->SaveSlot(slots_[0], "seq").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
   const int64_t size = int64_t(kBlobHeaderBytes + cache_->layout().stored_bytes());
   for (int64_t t : {int64_t{0}, int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, size / 2, size - 1}) {
     faults_->truncate_to = t;
@@ -270,7 +281,7 @@ TEST_F(SlotStoreTest, TruncatedExtendedShortAndEmptyReads) {
 }
 
 TEST_F(SlotStoreTest, OtherVersionOrLayoutIsFailedPrecondition) {
-  ASSERT_TRUE(cache_->SaveSlot(slots_[0], "seq").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
   faults_->set_version = 2;
   ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 2");
   faults_->set_version = 0;
@@ -285,13 +296,13 @@ TEST_F(SlotStoreTest, OtherVersionOrLayoutIsFailedPrecondition) {
   MemoryStore* raw = memory.get();
   small->SetStore(Adapt(std::move(memory), *small));
   const uint32_t s = *small->slots().Alloc();
-  ASSERT_TRUE(small->SaveSlot(s, "seq").ok());
-  const std::string small_key = small->store()->FullKey("seq");
+  ASSERT_TRUE(Save(*small, s, "seq").ok());
+  const std::string small_key = (*small->store())->FullKey("seq");
   std::vector<uint8_t> blob(kBlobHeaderBytes + small->layout().stored_bytes());
-  swa_iov_t iov = {sizeof(swa_iov_t), blob.data(), blob.size()};
-  uint64_t got = 0;
-  ASSERT_TRUE(raw->Get(small_key, {&iov, 1}, &got).ok());
-  ASSERT_TRUE(cache_->store()->Put("seq", {&iov, 1}).ok());  // under this cache's prefix
+  const ByteSpan whole[1] = {ByteSpan(blob.data(), blob.size())};
+  ASSERT_TRUE(raw->Get(small_key, whole).ok());
+  const ConstByteSpan put[1] = {ConstByteSpan(blob.data(), blob.size())};
+  ASSERT_TRUE((*cache_->store())->Put("seq", put).ok());  // under this cache's prefix
   ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "smaller layout's blob");
 }
 
@@ -304,8 +315,10 @@ TEST_F(SlotStoreTest, ReplacingTheStoreReleasesTheOldOnceAndKeepsInFlightCalls) 
   struct Counting final : KvStore {
     explicit Counting(std::atomic<int>* r) : released(r) {}
     ~Counting() override { ++*released; }
-    absl::Status Put(std::string_view, absl::Span<const swa_iov_t>) override { return absl::OkStatus(); }
-    absl::Status Get(std::string_view, absl::Span<const swa_iov_t>, uint64_t*) override {
+    absl::Status Put(std::string_view, absl::Span<const ConstByteSpan>) override {
+      return absl::OkStatus();
+    }
+    absl::StatusOr<uint64_t> Get(std::string_view, absl::Span<const ByteSpan>) override {
       return absl::NotFoundError("empty");
     }
     absl::StatusOr<bool> Exists(std::string_view) override { return false; }
@@ -314,7 +327,7 @@ TEST_F(SlotStoreTest, ReplacingTheStoreReleasesTheOldOnceAndKeepsInFlightCalls) 
   };
   std::atomic<int> released{0};
   cache_->SetStore(Adapt(std::make_unique<Counting>(&released), *cache_));
-  std::shared_ptr<StoreAdaptor> in_flight = cache_->store();  // as a running save would hold it
+  std::shared_ptr<BlobStore> in_flight = *cache_->store();  // as a running save would hold it
   cache_->SetStore(nullptr);
   EXPECT_EQ(released, 0);
   EXPECT_TRUE(in_flight->Put("k", {}).ok());
@@ -341,10 +354,10 @@ TEST_F(SlotStoreTest, FourThreadsSaveAndRestoreDifferentSlots) {
         if (!cache_->slots().Set(slot, state).ok()) ++failures;
         const std::vector<uint8_t> saved(cache_->slot_base(slot),
                                          cache_->slot_base(slot) + lay.stored_bytes());
-        if (!cache_->SaveSlot(slot, key).ok()) ++failures;
+        if (!Save(*cache_, slot, key).ok()) ++failures;
         FillRandom(cache_->slot_base(slot), lay.stored_bytes(), rng);
         if (!cache_->slots().Set(slot, {true, 3, 1}).ok()) ++failures;
-        if (!cache_->RestoreSlot(slot, key).ok()) ++failures;
+        if (!Restore(*cache_, slot, key).ok()) ++failures;
         if (!std::equal(saved.begin(), saved.end(), cache_->slot_base(slot))) ++failures;
         const SlotState got = *cache_->slots().Get(slot);
         if (got.written_end != state.written_end || got.valid_start != state.valid_start ||

@@ -14,7 +14,9 @@
 
 #include "cache/cache.h"
 #include "gtest/gtest.h"
+#include "store/blob_store.h"
 #include "store/kv_store.h"
+#include "store/slot_io.h"
 
 namespace swa::testing {
 
@@ -102,48 +104,33 @@ struct Faults {
   std::atomic<int> puts{0};
 };
 
-// Wraps another store's table (and owns it: release is forwarded).
+// Wraps another store (and owns it).
 class FaultStore final : public KvStore {
  public:
-  FaultStore(swa_kv_store_t inner, std::shared_ptr<Faults> faults)
-      : inner_(inner), faults_(std::move(faults)) {}
-  ~FaultStore() override {
-    if (inner_.release != nullptr) inner_.release(inner_.user_data);
-  }
+  FaultStore(std::unique_ptr<KvStore> inner, std::shared_ptr<Faults> faults)
+      : inner_(std::move(inner)), faults_(std::move(faults)) {}
 
-  absl::Status Put(std::string_view key, absl::Span<const swa_iov_t> iov) override {
+  absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override {
     Delay();
     ++faults_->puts;
     if (int c = faults_->fail_put.load()) return Injected(c, "put");
-    char msg[SWA_STORE_MESSAGE_BYTES] = {0};
-    return Code(inner_.put(inner_.user_data, Key(key), key.size(), iov.data(), iov.size(), msg,
-                           sizeof msg),
-                msg);
+    return inner_->Put(key, pieces);
   }
 
-  absl::Status Get(std::string_view key, absl::Span<const swa_iov_t> iov,
-                   uint64_t* blob_size) override {
+  absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override {
     Delay();
     ++faults_->gets;
     if (int c = faults_->fail_get.load()) return Injected(c, "get");
-    const uint64_t want = IovBytes(iov);
-    if (faults_->ok_without_data.load()) {
-      *blob_size = want;
-      return absl::OkStatus();
-    }
+    const uint64_t want = TotalBytes(pieces);
+    if (faults_->ok_without_data.load()) return want;
     // Read the true blob whole, then mutate it.
     std::vector<uint8_t> blob(want);
     for (int attempt = 0; attempt < 2; ++attempt) {
-      swa_iov_t one = {sizeof(swa_iov_t), blob.data(), blob.size()};
-      uint64_t size = blob.size();
-      char msg[SWA_STORE_MESSAGE_BYTES] = {0};
-      if (absl::Status s = Code(inner_.get(inner_.user_data, Key(key), key.size(), &one, 1, &size,
-                                           msg, sizeof msg),
-                                msg);
-          !s.ok())
-        return s;
-      if (size == blob.size()) break;
-      blob.resize(size);
+      const ByteSpan one[1] = {ByteSpan(blob.data(), blob.size())};
+      absl::StatusOr<uint64_t> size = inner_->Get(key, one);
+      if (!size.ok()) return size.status();
+      if (*size == blob.size()) break;
+      blob.resize(*size);
     }
     if (int64_t bit = faults_->flip_bit.load(); bit >= 0 && static_cast<uint64_t>(bit / 8) < blob.size())
       blob[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
@@ -155,46 +142,25 @@ class FaultStore final : public KvStore {
       WriteLe(&blob[8], ReadLe(&blob[8], 8) ^ static_cast<uint64_t>(x), 8);
       ResealBlob(blob);
     }
-    if (int64_t s = faults_->short_read.load(); s > 0) {
-      *blob_size = blob.size() > static_cast<uint64_t>(s) ? blob.size() - s : 0;
-      return absl::OkStatus();
-    }
-    *blob_size = blob.size();
-    if (blob.size() != want) return absl::OkStatus();
-    const uint8_t* src = blob.data();
-    for (const swa_iov_t& v : iov) {
-      std::memcpy(v.data, src, v.size);
-      src += v.size;
-    }
-    return absl::OkStatus();
+    if (int64_t s = faults_->short_read.load(); s > 0)
+      return blob.size() > static_cast<uint64_t>(s) ? blob.size() - s : 0;
+    if (blob.size() == want) ScatterFrom(blob.data(), pieces);
+    return blob.size();
   }
 
   absl::StatusOr<bool> Exists(std::string_view key) override {
     Delay();
     if (int c = faults_->fail_exists.load()) return Injected(c, "exists");
-    char msg[SWA_STORE_MESSAGE_BYTES] = {0};
-    uint32_t e = 0;
-    if (absl::Status s = Code(inner_.exists(inner_.user_data, Key(key), key.size(), &e, msg,
-                                            sizeof msg),
-                              msg);
-        !s.ok())
-      return s;
-    return e != 0;
+    return inner_->Exists(key);
   }
 
   absl::Status Remove(std::string_view key) override {
     Delay();
     if (int c = faults_->fail_remove.load()) return Injected(c, "remove");
-    char msg[SWA_STORE_MESSAGE_BYTES] = {0};
-    return Code(inner_.remove(inner_.user_data, Key(key), key.size(), msg, sizeof msg), msg);
+    return inner_->Remove(key);
   }
 
  private:
-  static const uint8_t* Key(std::string_view k) { return reinterpret_cast<const uint8_t*>(k.data()); }
-  static absl::Status Code(swa_status_t c, const char* msg) {
-    if (c == SWA_OK) return absl::OkStatus();
-    return absl::Status(static_cast<absl::StatusCode>(c), msg);
-  }
   static absl::Status Injected(int code, const char* call) {
     return absl::Status(static_cast<absl::StatusCode>(code),
                         std::string("injected failure of ") + call);
@@ -204,8 +170,21 @@ class FaultStore final : public KvStore {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
 
-  swa_kv_store_t inner_;
+  std::unique_ptr<KvStore> inner_;
   std::shared_ptr<Faults> faults_;
 };
+
+// A cache's attached store used the way swa_slot_save / swa_slot_restore use it.
+inline absl::Status Save(Cache& cache, uint32_t slot, std::string_view key) {
+  absl::StatusOr<std::shared_ptr<BlobStore>> store = cache.store();
+  if (!store.ok()) return store.status();
+  return SaveSlot(cache.slot_io(), **store, slot, key);
+}
+
+inline absl::Status Restore(Cache& cache, uint32_t slot, std::string_view key) {
+  absl::StatusOr<std::shared_ptr<BlobStore>> store = cache.store();
+  if (!store.ok()) return store.status();
+  return RestoreSlot(cache.slot_io(), **store, slot, key);
+}
 
 }  // namespace swa::testing

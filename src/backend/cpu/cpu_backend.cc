@@ -24,6 +24,7 @@ class CpuBackend final : public Backend {
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   int device() const override { return -1; }
+  bool HostAddressable() const override { return true; }
 
   absl::Status Supports(const LayerSpec& layer) const override {
     if (!HeadDimSupported(static_cast<int>(layer.head_dim)))

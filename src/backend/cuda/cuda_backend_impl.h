@@ -24,6 +24,7 @@ class CudaBackend final : public Backend {
 
   BackendKind kind() const override { return BackendKind::kCuda; }
   int device() const override { return device_; }
+  bool HostAddressable() const override { return false; }  // device memory
 
   // Device memory from cudaMalloc (256-byte aligned), zero-filled on return.
   absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override;

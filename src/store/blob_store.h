@@ -1,6 +1,7 @@
-// Wraps an engine's (or a built-in) swa_kv_store_t for one cache: prefixes
-// keys with the layout fingerprint, converts callback statuses and copies
-// their messages, writes and reads verified blobs, and calls release once.
+// One cache's view of its KV store: keys prefixed with the layout
+// fingerprint, store errors named by call and key, and verified blobs
+// (header + payload) written and read. Owns the KvStore: dropping the last
+// reference destroys it (for an engine's table, that calls release once).
 #pragma once
 
 #include <cstdint>
@@ -10,23 +11,19 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "store/blob.h"
-#include "swacache.h"
+#include "store/kv_store.h"
 
 namespace swa {
 
-class StoreAdaptor {
+class BlobStore {
  public:
-  // Validates `table` (struct_size, at least one of put/get). On success the
-  // adaptor owns table.user_data; on failure the caller still does.
-  static absl::StatusOr<std::shared_ptr<StoreAdaptor>> Create(const swa_kv_store_t& table,
-                                                              uint64_t fingerprint);
-  ~StoreAdaptor();
-  StoreAdaptor(const StoreAdaptor&) = delete;
-  StoreAdaptor& operator=(const StoreAdaptor&) = delete;
+  BlobStore(std::unique_ptr<KvStore> store, uint64_t fingerprint)
+      : store_(std::move(store)), fingerprint_(fingerprint) {}
+  BlobStore(const BlobStore&) = delete;
+  BlobStore& operator=(const BlobStore&) = delete;
 
-  // INVALID_ARGUMENT unless 1 <= key.size() <= SWA_STORE_MAX_KEY_BYTES.
+  // INVALID_ARGUMENT unless 1 <= key.size() <= kMaxKeyBytes.
   static absl::Status CheckKey(std::string_view key);
   // "<16 hex digits of the fingerprint>:" + key.
   std::string FullKey(std::string_view key) const;
@@ -40,19 +37,18 @@ class StoreAdaptor {
   absl::StatusOr<bool> Exists(std::string_view key);
   absl::Status Remove(std::string_view key);
 
-  // The raw callbacks with the key prefixed (UNIMPLEMENTED when NULL).
-  absl::Status Put(std::string_view key, absl::Span<const swa_iov_t> iov);
-  absl::Status Get(std::string_view key, absl::Span<const swa_iov_t> iov, uint64_t* blob_size);
+  // The store's calls with the key prefixed and errors named.
+  absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces);
+  absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces);
 
   uint64_t fingerprint() const { return fingerprint_; }
+  KvStore& kv_store() const { return *store_; }
 
  private:
-  StoreAdaptor(const swa_kv_store_t& table, uint64_t fingerprint)
-      : table_(table), fingerprint_(fingerprint) {}
   absl::Status ExplainSizeMismatch(std::string_view key, uint64_t blob_size,
                                    const BlobExpectation& expect);
 
-  swa_kv_store_t table_;
+  std::unique_ptr<KvStore> store_;
   uint64_t fingerprint_;
 };
 

@@ -1,0 +1,103 @@
+#include "store/blob_store.h"
+
+#include <vector>
+
+#include "absl/strings/str_format.h"
+
+namespace swa {
+namespace {
+
+// Blobs of an unexpected size are read whole to learn why; past this size we
+// give up and report the size alone.
+constexpr uint64_t kMaxInspectBytes = uint64_t{256} << 20;
+
+// A store error with the call and the full key in front of the store's text.
+absl::Status Named(const absl::Status& status, const char* call, std::string_view full_key) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrFormat("store %s(\"%s\"): %s", call,
+                                                     PrintableKey(full_key), status.message()));
+}
+
+}  // namespace
+
+absl::Status BlobStore::CheckKey(std::string_view key) {
+  if (key.empty()) return absl::InvalidArgumentError("key_len = 0: a store key needs at least one byte");
+  if (key.size() > kMaxKeyBytes)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "key_len = %u exceeds SWA_STORE_MAX_KEY_BYTES = %u", key.size(), kMaxKeyBytes));
+  return absl::OkStatus();
+}
+
+std::string BlobStore::FullKey(std::string_view key) const {
+  std::string full = absl::StrFormat("%016x:", fingerprint_);
+  full.append(key.data(), key.size());
+  return full;
+}
+
+absl::Status BlobStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
+  const std::string full = FullKey(key);
+  return Named(store_->Put(full, pieces), "put", full);
+}
+
+absl::StatusOr<uint64_t> BlobStore::Get(std::string_view key, absl::Span<const ByteSpan> pieces) {
+  const std::string full = FullKey(key);
+  absl::StatusOr<uint64_t> size = store_->Get(full, pieces);
+  if (!size.ok()) return Named(size.status(), "get", full);
+  return size;
+}
+
+absl::StatusOr<bool> BlobStore::Exists(std::string_view key) {
+  const std::string full = FullKey(key);
+  absl::StatusOr<bool> found = store_->Exists(full);
+  if (!found.ok()) return Named(found.status(), "exists", full);
+  return found;
+}
+
+absl::Status BlobStore::Remove(std::string_view key) {
+  const std::string full = FullKey(key);
+  return Named(store_->Remove(full), "remove", full);
+}
+
+absl::Status BlobStore::WriteBlob(std::string_view key, const BlobHeader& header,
+                                  const uint8_t* payload) {
+  uint8_t head[kBlobHeaderBytes];
+  EncodeBlobHeader(header, payload, head);
+  const ConstByteSpan pieces[2] = {ConstByteSpan(head, sizeof head),
+                                   ConstByteSpan(payload, header.payload_bytes)};
+  return Put(key, pieces);
+}
+
+absl::StatusOr<BlobHeader> BlobStore::ReadBlob(std::string_view key, const BlobExpectation& expect,
+                                               uint8_t* header_buf, uint8_t* payload_buf) {
+  const ByteSpan pieces[2] = {ByteSpan(header_buf, kBlobHeaderBytes),
+                              ByteSpan(payload_buf, expect.payload_bytes)};
+  absl::StatusOr<uint64_t> blob_size = Get(key, pieces);
+  if (!blob_size.ok()) return blob_size.status();
+  if (*blob_size != kBlobHeaderBytes + expect.payload_bytes)
+    return ExplainSizeMismatch(key, *blob_size, expect);
+  return VerifyBlob(header_buf, payload_buf, expect.payload_bytes, expect);
+}
+
+absl::Status BlobStore::ExplainSizeMismatch(std::string_view key, uint64_t blob_size,
+                                            const BlobExpectation& expect) {
+  const std::string where = absl::StrFormat("blob \"%s\" is %u bytes, this cache's blobs are %u",
+                                            PrintableKey(FullKey(key)), blob_size,
+                                            kBlobHeaderBytes + expect.payload_bytes);
+  if (blob_size < kBlobHeaderBytes)
+    return absl::DataLossError(absl::StrFormat("%s: shorter than a header, truncated", where));
+  if (blob_size > kMaxInspectBytes)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: written for another layout (too large to inspect)", where));
+  std::vector<uint8_t> blob(blob_size);
+  const ByteSpan whole[1] = {ByteSpan(blob.data(), blob.size())};
+  absl::StatusOr<uint64_t> again = Get(key, whole);
+  if (!again.ok()) return again.status();
+  if (*again != blob_size)
+    return absl::AbortedError(absl::StrFormat("%s, then %u bytes: it changed while read", where,
+                                              *again));
+  absl::StatusOr<BlobHeader> h = VerifyBlob(blob.data(), blob.size(), expect);
+  if (h.ok()) return absl::InternalError(absl::StrFormat("%s, yet it verified", where));
+  return absl::Status(h.status().code(), absl::StrFormat("%s: %s", where, h.status().message()));
+}
+
+}  // namespace swa

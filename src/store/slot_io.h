@@ -1,0 +1,40 @@
+// Save and restore of one slot's stored region (docs/semantics.md, "Store blob"): the blob
+// header from the slot's metadata, the payload from or into the pool. The
+// slot table's lock is held only to check and mark the slot, never during a
+// store call or a payload copy; the slot is marked busy meanwhile.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "backend/backend.h"
+#include "cache/slot_table.h"
+#include "layout/layout.h"
+#include "store/blob_store.h"
+#include "store/staging_pool.h"
+
+namespace swa {
+
+// What save and restore need of a cache; every pointer is borrowed.
+struct SlotIo {
+  const Layout* layout = nullptr;
+  SlotTable* slots = nullptr;
+  Backend* backend = nullptr;
+  uint8_t* pool = nullptr;  // the slot pool (backend memory)
+  StagingPool* staging = nullptr;
+
+  uint8_t* slot_base(uint32_t slot) const { return pool + layout->SlotOffset(slot); }
+};
+
+// Persists the slot's stored region under `key`. A host pool is handed to the
+// store in place; a device pool goes through a staging copy.
+absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key);
+
+// Reads and verifies the blob, then overwrites the stored region and
+// written_end / valid_start / ring_high. Any failure — also a slot freed (and
+// perhaps allocated again) while the store was read — leaves the slot
+// byte-for-byte unchanged.
+absl::Status RestoreSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key);
+
+}  // namespace swa
