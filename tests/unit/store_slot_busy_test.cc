@@ -76,9 +76,9 @@ class SlotBusyTest : public ::testing::Test {
 
   // A one-token decode step on `slot`, built (and cancelled when it succeeds).
   absl::Status BuildPlan(uint32_t slot) {
-    plan::StepPlan plan(cache_.get());
+    plan::StepPlan plan(&cache_->slots(), cache_->layout());
     const SlotState st = *cache_->slots().Get(slot);
-    const plan::SeqInput seq{slot, 1, st.written_end + 1, 0};
+    const SeqDesc seq{slot, 1, st.written_end + 1, 0};
     absl::Status built = plan.Build({&seq, 1});
     if (built.ok()) EXPECT_TRUE(plan.Cancel().ok());
     return built;
@@ -183,8 +183,8 @@ TEST_F(SlotBusyTest, RestoreIntoASlotFreedAndReallocatedDuringGetWritesNothing) 
   ASSERT_EQ(*cache_->slots().Alloc(), slot);  // the free list is LIFO
   FillRandom(cache_->slot_base(slot), cache_->layout().slot_bytes(), rng_);
   ASSERT_TRUE(cache_->slots().Set(slot, {true, 7, 0, 7}).ok());
-  plan::StepPlan plan(cache_.get());  // the new owner plans its next step
-  const plan::SeqInput seq{slot, 2, 9, 0};
+  plan::StepPlan plan(&cache_->slots(), cache_->layout());  // the new owner plans its next step
+  const SeqDesc seq{slot, 2, 9, 0};
   ASSERT_TRUE(plan.Build({&seq, 1}).ok());
   const std::vector<uint8_t> pool = PoolBytes(*cache_);
   const SlotState owner = *cache_->slots().Get(slot);
