@@ -2,7 +2,7 @@
 //
 // A decode step of B sequences runs the same plan through L layers. The
 // kernels of each layer are kept tiny (one query head, D = 32, one token per
-// sequence) so that what is measured is the per-layer host work around them:
+// sequence, a window of 4 keys) so that what is measured is the per-layer host work around them:
 // argument checks, plan views, and whatever a backend derives from the plan.
 // The first layer after a build pays the once-per-build preparation; every
 // later layer should pay only for its kernels.
@@ -12,7 +12,7 @@
 // same source also builds against an older libswacache for a before/after:
 //   g++ -O2 -std=c++17 bench/step_layers_bench.cc -Iinclude -Lbuild -lswacache
 //
-// Usage: step_layers_bench [--layers 48] [--seqs 256] [--steps 200] [--threads 1]
+// Usage: step_layers_bench [--layers 48] [--seqs 256] [--steps 200] [--threads 1] [--window 4]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   const int seqs = Arg(argc, argv, "--seqs", 256);
   const int steps = Arg(argc, argv, "--steps", 200);
   const int threads = Arg(argc, argv, "--threads", 1);
+  const int window = Arg(argc, argv, "--window", 4);
   const int d = 32, hq = 1;
 
   std::vector<swa_layer_desc_t> descs(layers);
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
   }
   swa_config_t config;
   swa_config_init(&config);
-  config.window = 128;
+  config.window = static_cast<uint32_t>(window);
   config.draft_tokens = 0;
   config.max_slots = static_cast<uint32_t>(seqs);
   config.backend = SWA_BACKEND_CPU;
@@ -115,9 +116,9 @@ int main(int argc, char** argv) {
     if (!std::isfinite(x)) return std::fprintf(stderr, "non-finite output\n"), 1;
 
   const double build = Median(build_us), first = Median(first_us), other = Median(other_us);
-  std::printf("library %s, %d layers x %d sequences (1 token, Hq 1, D %d), %d thread(s), "
+  std::printf("library %s, %d layers x %d sequences (1 token, Hq 1, D %d, W %d), %d thread(s), "
               "median of %d steps\n",
-              swa_version_string(), layers, seqs, d, threads, steps);
+              swa_version_string(), layers, seqs, d, window, threads, steps);
   std::printf("  baseline: swa_plan_build            %9.2f us per step\n", build);
   std::printf("  swa_step, first layer of a step     %9.2f us\n", first);
   std::printf("  swa_step, each later layer          %9.2f us  (%.2fx the plan build)\n", other,
