@@ -515,8 +515,9 @@ SWA_API swa_status_t swa_plan_build(swa_plan_t* plan, const swa_seq_t* seqs, uin
  *  advanced to its state before the build. The plan becomes empty.
  *  \param[in] plan The plan.
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL; SWA_FAILED_PRECONDITION when
- *  the plan is not built, was executed, or a slot changed since the build (then
- *  nothing is restored).
+ *  the plan is not built, was executed, or a slot changed since the build,
+ *  including a slot freed and allocated again (even to numbers that match the
+ *  build's; the message names the slot). Then nothing is restored.
  *  \note Not thread-safe with other calls on the same plan. */
 SWA_API swa_status_t swa_plan_cancel(swa_plan_t* plan);
 
@@ -657,7 +658,9 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  non-finite softmax_scale, a bad struct_size.
  *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
  *  \retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or
- *  belongs to another cache.
+ *  belongs to another cache; or when one of its slots was freed since the build
+ *  (allocated again or not: a plan never writes a slot's next owner), or is being
+ *  saved or restored. The message names the slot; nothing is written.
  *  \note Not thread-safe with other calls that use the same cache's slots or plan;
  *  the CPU backend parallelises internally over config.num_threads threads.
  *  Nothing in the cache changes when validation fails. */

@@ -140,7 +140,7 @@ absl::Status StepPlan::Cancel() {
   // means another plan, a reset or a free intervened, and undoing would corrupt.
   for (uint32_t i = 0; i < n_seqs(); ++i) {
     const PlannedSeq& s = seqs_[i];
-    if (absl::Status st = slots.CheckAllocatedLocked(s.slot); !st.ok())
+    if (absl::Status st = CheckOwnerLocked(i); !st.ok())
       return absl::FailedPreconditionError(
           absl::StrFormat("cannot cancel: seqs[%u]: %s", i, st.message()));
     const SlotState& cur = slots.StateLocked(s.slot);
@@ -158,6 +158,26 @@ absl::Status StepPlan::Cancel() {
     cur.ring_high = prev_[i].ring_high;
   }
   Clear();
+  return absl::OkStatus();
+}
+
+absl::Status StepPlan::CheckOwnerLocked(uint32_t i) const {
+  const uint32_t slot = seqs_[i].slot;
+  SWA_RETURN_IF_ERROR(slots_->CheckAllocatedLocked(slot));
+  if (slots_->StateLocked(slot).generation != prev_[i].generation)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "slot %u was freed and allocated again after the plan was built: the plan no longer "
+        "describes its owner",
+        slot));
+  return absl::OkStatus();
+}
+
+absl::Status StepPlan::CheckSlotsStillPlanned() const {
+  absl::MutexLock lock(&slots_->mu());
+  for (uint32_t i = 0; i < n_seqs(); ++i)
+    if (absl::Status st = CheckOwnerLocked(i); !st.ok())
+      return absl::FailedPreconditionError(
+          absl::StrFormat("the plan's seqs[%u]: %s", i, st.message()));
   return absl::OkStatus();
 }
 

@@ -27,12 +27,14 @@ struct PlanOptions {
   bool materialize_index = true;
 };
 
-// A slot's state before the build, and the ring_high the build set, for Cancel().
+// A slot's state before the build, the ring_high the build set (for Cancel()),
+// and the slot's generation: the owner the build planned for.
 struct PrevSlotState {
   int32_t written_end;
   int32_t valid_start;
   int32_t ring_high;
   int32_t new_ring_high;
+  uint32_t generation;
 };
 
 class StepPlan {
@@ -51,6 +53,12 @@ class StepPlan {
   // Restores the slots this build advanced. FAILED_PRECONDITION when there is
   // no build, after MarkExecuted(), or when a slot changed since the build.
   absl::Status Cancel();
+
+  // OK while every slot of the build is still allocated to the owner it was
+  // planned for (same generation) and not busy; FAILED_PRECONDITION naming the
+  // slot otherwise (a slot freed and handed out again since the build must not
+  // be written by this plan).
+  absl::Status CheckSlotsStillPlanned() const;
 
   // Called once a layer of the step has run: the step can no longer be undone.
   // Safe to call from several layers' threads at once.
@@ -96,7 +104,8 @@ class StepPlan {
   absl::Span<const int32_t> pivots() const { return pivots_.span(); }  // [T, 4]
 
  private:
-    void Clear();
+    absl::Status CheckOwnerLocked(uint32_t i) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(slots_->mu());
+  void Clear();
   void FillCommon();
   size_t FillStore(PlannedSeq s, int32_t first, int32_t r_first, size_t n_segs);
   void FillRing();

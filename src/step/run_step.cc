@@ -35,16 +35,6 @@ absl::Status CheckTensors(const Layout& lay, const plan::StepPlan& plan, const S
   return absl::OkStatus();
 }
 
-// The slots may have been freed since the plan was built.
-absl::Status CheckSlotsStillPlanned(const SlotTable& slots, const plan::StepPlan& plan) {
-  absl::MutexLock lock(&slots.mu());
-  for (const PlannedSeq& s : plan.seqs())
-    if (!slots.CheckAllocatedLocked(s.slot).ok())
-      return absl::FailedPreconditionError(
-          absl::StrFormat("the plan's slot %u was freed after the plan was built", s.slot));
-  return absl::OkStatus();
-}
-
 PlanView ViewOf(const plan::StepPlan& plan) {
   PlanView v;
   v.stamp = plan.stamp();
@@ -89,7 +79,7 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
   if (!plan.built())
     return absl::FailedPreconditionError("plan is not built (build it, or it was cancelled)");
   SWA_RETURN_IF_ERROR(CheckTensors(cache.layout(), plan, tensors));
-  SWA_RETURN_IF_ERROR(CheckSlotsStillPlanned(cache.slots(), plan));
+  SWA_RETURN_IF_ERROR(plan.CheckSlotsStillPlanned());  // freed, reused or busy since the build
 
   StepWork w;
   w.plan = ViewOf(plan);

@@ -1,0 +1,155 @@
+// Slot reuse (ABA): a plan built for a slot's earlier owner must not touch the
+// slot after it was freed and handed to a new owner, even when the new owner's
+// numbers (written_end, valid_start) match what the old plan left. Cancel and
+// step refuse with FAILED_PRECONDITION naming the slot, and nothing changes:
+// not the slot's metadata, not a byte of its rings, not the caller's output.
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/test_util.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using swa_test::LastError;
+using swa_test::Model;
+
+class SlotReuseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Model m(1, 0, 4);
+    m.config.window = 8;
+    m.config.draft_tokens = 1;
+    m.layers[0].q_heads = 4;
+    m.layers[0].head_dim = 64;
+    m.Sync();
+    ASSERT_EQ(swa_cache_create(&m.config, &cache_), SWA_OK) << LastError();
+    ASSERT_EQ(swa_plan_create(cache_, &stale_), SWA_OK);
+    ASSERT_EQ(swa_plan_create(cache_, &fresh_), SWA_OK);
+    view_.struct_size = sizeof view_;
+    ASSERT_EQ(swa_cache_layer_view(cache_, 0, &view_), SWA_OK);
+    layout_.struct_size = sizeof layout_;
+    ASSERT_EQ(swa_cache_layout(cache_, &layout_), SWA_OK);
+  }
+  void TearDown() override {
+    swa_plan_destroy(stale_);
+    swa_plan_destroy(fresh_);
+    swa_cache_destroy(cache_);
+  }
+
+  // Runs layer 0 of `plan` for `tokens` new tokens with fresh random inputs.
+  swa_status_t Step(swa_plan_t* plan, int tokens, std::vector<float>* out) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    q_.assign(size_t(tokens) * 4 * 64, 0);
+    k_.assign(size_t(tokens) * 64, 0);
+    for (float& x : q_) x = u(rng_);
+    for (float& x : k_) x = u(rng_);
+    out->assign(q_.size(), 12345.0f);  // poison
+    swa_step_args_t a;
+    swa_step_args_init(&a);
+    a.q = q_.data();
+    a.k_new = k_.data();
+    a.out = out->data();
+    return swa_step(cache_, plan, &a);
+  }
+
+  std::vector<uint8_t> SlotBytes(uint32_t slot) const {
+    const uint8_t* p = static_cast<const uint8_t*>(view_.data) + slot * layout_.slot_bytes;
+    return std::vector<uint8_t>(p, p + layout_.slot_bytes);
+  }
+
+  swa_slot_info_t Info(uint32_t slot) const {
+    swa_slot_info_t info;
+    info.struct_size = sizeof info;
+    EXPECT_EQ(swa_slot_info(cache_, slot, &info), SWA_OK);
+    return info;
+  }
+
+  // The old owner plans a prefill of 5 tokens, then the slot is freed and the
+  // new owner (same id, LIFO) runs the same prefill: its numbers now equal what
+  // the stale plan left.
+  uint32_t PlanThenReuse() {
+    uint32_t slot = 0;
+    EXPECT_EQ(swa_slot_alloc(cache_, &slot), SWA_OK);
+    const swa_seq_t seq{slot, 5, 5, 0};
+    EXPECT_EQ(swa_plan_build(stale_, &seq, 1), SWA_OK) << LastError();
+    EXPECT_EQ(swa_slot_free(cache_, slot), SWA_OK);
+    uint32_t again = 99;
+    EXPECT_EQ(swa_slot_alloc(cache_, &again), SWA_OK);
+    EXPECT_EQ(again, slot);
+    EXPECT_EQ(swa_plan_build(fresh_, &seq, 1), SWA_OK) << LastError();
+    std::vector<float> out;
+    EXPECT_EQ(Step(fresh_, 5, &out), SWA_OK) << LastError();
+    return slot;
+  }
+
+  swa_cache_t* cache_ = nullptr;
+  swa_plan_t* stale_ = nullptr;
+  swa_plan_t* fresh_ = nullptr;
+  swa_tensor_view_t view_{};
+  swa_layout_t layout_{};
+  std::mt19937 rng_{11};
+  std::vector<float> q_, k_;
+};
+
+TEST_F(SlotReuseTest, CancelOfAStalePlanLeavesTheNewOwnerAlone) {
+  const uint32_t slot = PlanThenReuse();
+  const swa_slot_info_t before = Info(slot);
+  ASSERT_EQ(before.written_end, 5);
+  EXPECT_EQ(swa_plan_cancel(stale_), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("slot " + std::to_string(slot)), std::string::npos) << LastError();
+  const swa_slot_info_t after = Info(slot);
+  EXPECT_EQ(after.written_end, before.written_end);
+  EXPECT_EQ(after.valid_start, before.valid_start);
+  // The new owner's own (executed) plan cannot be cancelled either; its next
+  // step still plans from written_end = 5.
+  const swa_seq_t next{slot, 1, 6, 0};
+  EXPECT_EQ(swa_plan_build(fresh_, &next, 1), SWA_OK) << LastError();
+}
+
+TEST_F(SlotReuseTest, StepOfAStalePlanWritesNothing) {
+  const uint32_t slot = PlanThenReuse();
+  const std::vector<uint8_t> bytes = SlotBytes(slot);
+  const swa_slot_info_t before = Info(slot);
+  std::vector<float> out;
+  EXPECT_EQ(Step(stale_, 5, &out), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("slot " + std::to_string(slot)), std::string::npos) << LastError();
+  EXPECT_EQ(SlotBytes(slot), bytes);
+  for (float x : out) ASSERT_EQ(x, 12345.0f);
+  const swa_slot_info_t after = Info(slot);
+  EXPECT_EQ(after.written_end, before.written_end);
+  swa_cache_stats_t stats;
+  stats.struct_size = sizeof stats;
+  ASSERT_EQ(swa_cache_stats(cache_, &stats), SWA_OK);
+  EXPECT_EQ(stats.steps, 1u);  // only the new owner's step
+}
+
+TEST_F(SlotReuseTest, AFreedSlotNotYetReusedIsRefusedToo) {
+  uint32_t slot = 0;
+  ASSERT_EQ(swa_slot_alloc(cache_, &slot), SWA_OK);
+  const swa_seq_t seq{slot, 3, 3, 0};
+  ASSERT_EQ(swa_plan_build(stale_, &seq, 1), SWA_OK);
+  ASSERT_EQ(swa_slot_free(cache_, slot), SWA_OK);
+  std::vector<float> out;
+  EXPECT_EQ(Step(stale_, 3, &out), SWA_FAILED_PRECONDITION);
+  EXPECT_EQ(swa_plan_cancel(stale_), SWA_FAILED_PRECONDITION);
+}
+
+TEST_F(SlotReuseTest, AnUntouchedPlanStillRunsAndCancels) {
+  uint32_t a = 0, b = 0;
+  ASSERT_EQ(swa_slot_alloc(cache_, &a), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(cache_, &b), SWA_OK);
+  const swa_seq_t seq{a, 2, 2, 0};
+  ASSERT_EQ(swa_plan_build(stale_, &seq, 1), SWA_OK);
+  // Freeing and re-allocating another slot does not concern this plan.
+  ASSERT_EQ(swa_slot_free(cache_, b), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(cache_, &b), SWA_OK);
+  EXPECT_EQ(swa_plan_cancel(stale_), SWA_OK) << LastError();
+  ASSERT_EQ(swa_plan_build(stale_, &seq, 1), SWA_OK);
+  std::vector<float> out;
+  EXPECT_EQ(Step(stale_, 2, &out), SWA_OK) << LastError();
+}
+
+}  // namespace
