@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 
 namespace swa {
 
@@ -124,6 +125,45 @@ void SlotTable::EndWrite(uint32_t slot, const SlotState* restored) {
   absl::MutexLock lock(&mu_);
   if (restored != nullptr) CopyPositions(*restored, &state_[slot]);
   state_[slot].busy = 0;
+}
+
+// ---- valid_start and bounded replay (docs/semantics.md, "valid_start and bounded replay")
+
+absl::Status SlotTable::SetValidStart(uint32_t slot, int32_t valid_start) {
+  if (valid_start < 0)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("valid_start = %d is negative", valid_start));
+  absl::MutexLock lock(&mu_);
+  SWA_RETURN_IF_ERROR(CheckAllocatedLocked(slot));
+  SlotState& st = state_[slot];
+  if (valid_start < st.valid_start)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "slot %u: valid_start = %d is below the current valid_start = %d; lowering it would "
+        "expose positions that were never written (reset the slot instead)",
+        slot, valid_start, st.valid_start));
+  st.valid_start = valid_start;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ReplayRange> SlotTable::BeginReplay(uint32_t slot, int32_t window,
+                                                   int32_t hit_len) {
+  if (hit_len < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("hit_len = %d is negative", hit_len));
+  absl::MutexLock lock(&mu_);
+  SWA_RETURN_IF_ERROR(CheckAllocatedLocked(slot));
+  SlotState& st = state_[slot];
+  if (st.written_end > st.valid_start)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "slot %u holds positions %d ... %d (written_end = %d, valid_start = %d); bounded replay "
+        "needs a fresh or reset slot",
+        slot, st.valid_start, st.written_end - 1, st.written_end, st.valid_start));
+  ReplayRange r;
+  r.start = hit_len > window ? hit_len - window : 0;
+  r.len = hit_len - r.start;
+  st.valid_start = r.start;
+  st.written_end = r.start;
+  st.ring_high = r.start;  // stale rows are older than anything the replay writes
+  return r;
 }
 
 }  // namespace swa

@@ -32,6 +32,12 @@ struct SlotState {
   int32_t busy = 0;
 };
 
+// What swa_slot_begin_replay reports: the positions to re-run.
+struct ReplayRange {
+  int32_t start = 0;  // max(0, H - W)
+  int32_t len = 0;    // H - start
+};
+
 // O(1) alloc/free from a LIFO free list; every method locks `mu()` itself
 // except the *Locked ones, which the planner calls while holding it to check
 // and update a whole batch atomically.
@@ -46,6 +52,14 @@ class SlotTable {
   absl::StatusOr<SlotState> Get(uint32_t slot) const ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Set(uint32_t slot, const SlotState& state) ABSL_LOCKS_EXCLUDED(mu_);
   uint32_t num_allocated() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Raises an allocated slot's valid_start; lowering it is FAILED_PRECONDITION.
+  absl::Status SetValidStart(uint32_t slot, int32_t valid_start) ABSL_LOCKS_EXCLUDED(mu_);
+  // Prepares a slot holding no valid position (written_end <= valid_start) for
+  // a prefill of positions max(0, H - W) ... H - 1: valid_start = written_end =
+  // ring_high = start.
+  absl::StatusOr<ReplayRange> BeginReplay(uint32_t slot, int32_t window, int32_t hit_len)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The slot's generation; OUT_OF_RANGE, FAILED_PRECONDITION as CheckAllocatedLocked.
   absl::StatusOr<uint32_t> Generation(uint32_t slot) const ABSL_LOCKS_EXCLUDED(mu_);

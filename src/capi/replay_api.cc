@@ -3,7 +3,6 @@
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "common/status_macros.h"
-#include "plan/replay.h"
 
 using swa::capi::Guard;
 
@@ -13,7 +12,7 @@ SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
                                               int32_t valid_start) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    return swa::plan::SetValidStart(cache->impl->slots(), slot, valid_start);
+    return cache->impl->slots().SetValidStart(slot, valid_start);
   });
 }
 
@@ -22,9 +21,9 @@ SWA_API swa_status_t swa_slot_begin_replay(swa_cache_t* cache, uint32_t slot, in
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_ASSIGN_OR_RETURN(
-        swa::plan::ReplayRange r,
-        swa::plan::BeginReplay(cache->impl->slots(), slot,
-                               static_cast<int32_t>(cache->impl->layout().window()), hit_len));
+        swa::ReplayRange r,
+        cache->impl->slots().BeginReplay(
+            slot, static_cast<int32_t>(cache->impl->layout().window()), hit_len));
     if (replay_start != nullptr) *replay_start = r.start;
     if (replay_len != nullptr) *replay_len = r.len;
     return absl::OkStatus();

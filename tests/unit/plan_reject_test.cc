@@ -7,7 +7,6 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "plan/replay.h"
 #include "plan/step_plan.h"
 #include "plan_test_util.h"
 
@@ -188,16 +187,16 @@ TEST_F(PlanReject, RebuildKeepsThePreviousBuildsUpdates) {
 
 TEST_F(PlanReject, SetValidStart) {
   auto& slots = cache_->slots();
-  EXPECT_EQ(swa::plan::SetValidStart(slots, 0, -1).code(), kInvalid);
-  EXPECT_EQ(swa::plan::SetValidStart(slots, 5, 3).code(), kPrecondition);  // not allocated
-  EXPECT_EQ(swa::plan::SetValidStart(slots, 9, 3).code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(swa::plan::SetValidStart(slots, 2, 59).code(), kPrecondition);  // lowering 60
+  EXPECT_EQ(slots.SetValidStart(0, -1).code(), kInvalid);
+  EXPECT_EQ(slots.SetValidStart(5, 3).code(), kPrecondition);  // not allocated
+  EXPECT_EQ(slots.SetValidStart(9, 3).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(slots.SetValidStart(2, 59).code(), kPrecondition);  // lowering 60
   EXPECT_TRUE(plan_test::SameStates(before_, plan_test::Snapshot(*cache_)));
-  ASSERT_TRUE(swa::plan::SetValidStart(slots, 0, 37).ok());
+  ASSERT_TRUE(slots.SetValidStart(0, 37).ok());
   EXPECT_EQ(slots.Get(0)->valid_start, 37);
   EXPECT_EQ(slots.Get(0)->written_end, 40);
   // Raised past written_end: the next step must start exactly there.
-  ASSERT_TRUE(swa::plan::SetValidStart(slots, 1, 50).ok());
+  ASSERT_TRUE(slots.SetValidStart(1, 50).ok());
   EXPECT_EQ(plan_->Build(std::vector<SeqDesc>{{1, 1, 50, 0}}).code(), kPrecondition);
   EXPECT_EQ(plan_->Build(std::vector<SeqDesc>{{1, 1, 52, 0}}).code(), kPrecondition);
   EXPECT_TRUE(plan_->Build(std::vector<SeqDesc>{{1, 2, 52, 0}}).ok());
@@ -205,24 +204,24 @@ TEST_F(PlanReject, SetValidStart) {
 
 TEST_F(PlanReject, BeginReplay) {
   auto& slots = cache_->slots();
-  EXPECT_EQ(swa::plan::BeginReplay(slots, 3, 8, -1).status().code(), kInvalid);
-  EXPECT_EQ(swa::plan::BeginReplay(slots, 0, 8, 100).status().code(), kPrecondition);  // holds data
-  EXPECT_EQ(swa::plan::BeginReplay(slots, 5, 8, 100).status().code(), kPrecondition);  // free
+  EXPECT_EQ(slots.BeginReplay(3, 8, -1).status().code(), kInvalid);
+  EXPECT_EQ(slots.BeginReplay(0, 8, 100).status().code(), kPrecondition);  // holds data
+  EXPECT_EQ(slots.BeginReplay(5, 8, 100).status().code(), kPrecondition);  // free
   EXPECT_TRUE(plan_test::SameStates(before_, plan_test::Snapshot(*cache_)));
 
   ASSERT_TRUE(slots.Reset(0).ok());
-  auto r = swa::plan::BeginReplay(slots, 0, 8, 100);
+  auto r = slots.BeginReplay(0, 8, 100);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->start, 92);
   EXPECT_EQ(r->len, 8);
   EXPECT_EQ(slots.Get(0)->valid_start, 92);
   EXPECT_EQ(slots.Get(0)->written_end, 92);
   // Preparing again (nothing written yet) is allowed; a short prefix too.
-  r = swa::plan::BeginReplay(slots, 0, 8, 5);
+  r = slots.BeginReplay(0, 8, 5);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->start, 0);
   EXPECT_EQ(r->len, 5);
-  r = swa::plan::BeginReplay(slots, 0, 8, 100);
+  r = slots.BeginReplay(0, 8, 100);
   ASSERT_TRUE(r.ok());
   // The replay prefill of 92 ... 99 is legal; anything starting elsewhere is not.
   EXPECT_EQ(plan_->Build(std::vector<SeqDesc>{{0, 8, 99, 0}}).code(), kPrecondition);

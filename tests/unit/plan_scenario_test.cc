@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plan/replay.h"
 #include "plan/step_plan.h"
 #include "plan_reference.h"
 #include "plan_test_util.h"
@@ -55,7 +54,7 @@ class Scenario {
     s.valid_start = 0;
     if (Chance(0.3)) {  // bounded replay after a prefix hit of h tokens
       const int32_t h = Rand(0, 4 * r_);
-      auto range = swa::plan::BeginReplay(cache_->slots(), s.slot, w_, h);
+      auto range = cache_->slots().BeginReplay(s.slot, w_, h);
       ASSERT_TRUE(range.ok()) << range.status();
       ASSERT_EQ(range->start, std::max(0, h - w_));
       ASSERT_EQ(range->len, h - range->start);
