@@ -162,14 +162,17 @@ absl::Status StepPlan::Cancel() {
 }
 
 absl::Status StepPlan::CheckOwnerLocked(uint32_t i) const {
-  const uint32_t slot = seqs_[i].slot;
-  SWA_RETURN_IF_ERROR(slots_->CheckAllocatedLocked(slot));
-  if (slots_->StateLocked(slot).generation != prev_[i].generation)
+  const uint32_t slot = seqs_[i].slot;  // in range: the build checked it
+  const SlotState& st = slots_->StateLocked(slot);
+  if (!st.allocated)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("slot %u was freed after the plan was built", slot));
+  if (st.generation != prev_[i].generation)
     return absl::FailedPreconditionError(absl::StrFormat(
         "slot %u was freed and allocated again after the plan was built: the plan no longer "
         "describes its owner",
         slot));
-  return absl::OkStatus();
+  return slots_->CheckAllocatedLocked(slot);  // busy: being saved or restored
 }
 
 absl::Status StepPlan::CheckSlotsStillPlanned() const {
