@@ -15,11 +15,11 @@ constexpr int kRowThreads = 256;  // 8 warps, one index row each
 constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ bool SeqIsValid(const DecodePlanParams& p, int i) {
-  const int32_t q = p.seqlen_q[i];
-  const int32_t k = p.seqlen_k[i];
-  const int32_t v = p.valid_start != nullptr ? p.valid_start[i] : 0;
+  const int32_t q = p.batch.seqlen_q[i];
+  const int32_t k = p.batch.seqlen_k[i];
+  const int32_t v = p.batch.valid_start != nullptr ? p.batch.valid_start[i] : 0;
   return q >= 0 && q <= k && q <= p.ring_len - p.window + 1 && v >= 0 && v <= k - q &&
-         p.slot[i] < static_cast<uint32_t>(p.max_slots);
+         p.batch.slot[i] < static_cast<uint32_t>(p.max_slots);
 }
 
 __global__ void ScanKernel(DecodePlanParams p) {
@@ -34,12 +34,12 @@ __global__ void ScanKernel(DecodePlanParams p) {
     first_bad = INT_MAX;
   }
   __syncthreads();
-  for (int base = 0; base < p.n_seqs; base += kScanThreads) {
+  for (int base = 0; base < p.batch.n_seqs; base += kScanThreads) {
     const int i = base + tid;
     int32_t q = 0;
-    if (i < p.n_seqs) {
+    if (i < p.batch.n_seqs) {
       if (SeqIsValid(p, i))
-        q = p.seqlen_q[i];
+        q = p.batch.seqlen_q[i];
       else
         atomicMin(&first_bad, i);
     }
@@ -60,13 +60,13 @@ __global__ void ScanKernel(DecodePlanParams p) {
     }
     __syncthreads();
     const int32_t before = (warp > 0 ? warp_sums[warp - 1] : 0) + carry;
-    if (i < p.n_seqs) p.cu_seqlens[i] = before + x - q;
+    if (i < p.batch.n_seqs) p.cu_seqlens[i] = before + x - q;
     __syncthreads();
     if (tid == kScanThreads - 1) carry = before + x;
     __syncthreads();
   }
   if (tid == 0) {
-    p.cu_seqlens[p.n_seqs] = carry;
+    p.cu_seqlens[p.batch.n_seqs] = carry;
     int32_t err = kDecodePlanOk;
     if (first_bad != INT_MAX)
       err = first_bad + 1;
@@ -80,7 +80,7 @@ __global__ void RowKernel(DecodePlanParams p) {
   const int lane = threadIdx.x & 31;
   const int32_t t = blockIdx.x * (kRowThreads / 32) + (threadIdx.x >> 5);
   if (t >= p.max_tokens) return;
-  const int32_t n_tokens = *p.error == kDecodePlanOk ? p.cu_seqlens[p.n_seqs] : 0;
+  const int32_t n_tokens = *p.error == kDecodePlanOk ? p.cu_seqlens[p.batch.n_seqs] : 0;
   int32_t* row = p.index != nullptr ? p.index + static_cast<int64_t>(t) * p.window : nullptr;
   if (t >= n_tokens) {
     if (lane == 0) {
@@ -93,7 +93,7 @@ __global__ void RowKernel(DecodePlanParams p) {
     return;
   }
   // Last sequence whose first token is <= t (it has t among its tokens).
-  int lo = 0, hi = p.n_seqs;  // invariant: cu[lo] <= t < cu[hi]
+  int lo = 0, hi = p.batch.n_seqs;  // invariant: cu[lo] <= t < cu[hi]
   while (hi - lo > 1) {
     const int mid = (lo + hi) >> 1;
     if (p.cu_seqlens[mid] <= t)
@@ -102,9 +102,9 @@ __global__ void RowKernel(DecodePlanParams p) {
       hi = mid;
   }
   const int i = lo;
-  const uint32_t slot = p.slot[i];
-  const int32_t q_start = p.seqlen_k[i] - p.seqlen_q[i];
-  const int32_t v = p.valid_start != nullptr ? p.valid_start[i] : 0;
+  const uint32_t slot = p.batch.slot[i];
+  const int32_t q_start = p.batch.seqlen_k[i] - p.batch.seqlen_q[i];
+  const int32_t v = p.batch.valid_start != nullptr ? p.batch.valid_start[i] : 0;
   const int32_t pos = q_start + (t - p.cu_seqlens[i]);
   const plan::TokenGather g = plan::DecodeGather(slot, pos, v, p.window, p.ring_len);
   const int32_t slot_base = static_cast<int32_t>(slot) * p.ring_len;
@@ -122,9 +122,9 @@ __global__ void RowKernel(DecodePlanParams p) {
 }  // namespace
 
 cudaError_t LaunchDecodePlan(const DecodePlanParams& p, cudaStream_t stream) {
-  const bool has_seqs = p.n_seqs == 0 || (p.slot != nullptr && p.seqlen_q != nullptr &&
-                                          p.seqlen_k != nullptr);
-  if (p.n_seqs < 0 || p.max_tokens < 0 || p.window < 1 || p.ring_len < p.window ||
+  const bool has_seqs = p.batch.n_seqs == 0 || (p.batch.slot != nullptr && p.batch.seqlen_q != nullptr &&
+                                          p.batch.seqlen_k != nullptr);
+  if (p.batch.n_seqs < 0 || p.max_tokens < 0 || p.window < 1 || p.ring_len < p.window ||
       p.max_slots < 1 || !has_seqs || p.cu_seqlens == nullptr || p.error == nullptr ||
       (p.offset_len == nullptr && p.max_tokens > 0) ||
       static_cast<int64_t>(p.max_slots) * p.ring_len > INT_MAX ||

@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "common/records.h"
+
 namespace swa::kernels {
 
 // Error codes written to *error (device memory) by the planner.
@@ -17,12 +19,8 @@ inline constexpr int32_t kDecodePlanTooManyTokens = -1;  // sum of seqlen_q > ma
 // or seqlen_q > R - W + 1); no token is planned then.
 
 struct DecodePlanParams {
-  // Inputs, device memory, [n_seqs] each (the layout of separate columns).
-  const uint32_t* slot = nullptr;
-  const int32_t* seqlen_q = nullptr;
-  const int32_t* seqlen_k = nullptr;
-  const int32_t* valid_start = nullptr;  // effective values; nullptr = all 0
-  int32_t n_seqs = 0;
+  // Inputs, device memory (valid_start: effective values; null = all 0).
+  SeqColumns batch;
   int32_t max_tokens = 0;  // rows of offset_len / index (fixed for graph capture)
   int32_t window = 0;      // W
   int32_t ring_len = 0;    // R

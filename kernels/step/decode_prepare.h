@@ -11,18 +11,14 @@
 namespace swa::kernels {
 
 struct DecodePrepareParams {
-  const uint32_t* slot = nullptr;        // [n_seqs]
-  const int32_t* seqlen_q = nullptr;     // [n_seqs]
-  const int32_t* seqlen_k = nullptr;     // [n_seqs]
-  const int32_t* valid_start = nullptr;  // [n_seqs] or nullptr (all 0)
+  SeqColumns batch;                      // the engine's device columns
   const int32_t* cu_seqlens = nullptr;   // [n_seqs + 1], from LaunchDecodePlan
   const int32_t* error = nullptr;        // [1], from LaunchDecodePlan
-  int32_t n_seqs = 0;
   int32_t max_tokens = 0;
   int32_t ring_len = 0;
   // Outputs. On a planner error every sequence gets seqlen_q = 0 and every
   // store row -1: the step then writes nothing.
-  PlannedSeq* seqs = nullptr;      // [n_seqs]
+  PlannedSeq* seqs = nullptr;     // [n_seqs]
   int32_t* store_rows = nullptr;  // [max_tokens]
 };
 cudaError_t LaunchDecodePrepare(const DecodePrepareParams& p, cudaStream_t stream);

@@ -45,6 +45,23 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Create(const ModelSpec& spec,
   return cache;
 }
 
+StepLayer Cache::StepLayerOf(uint32_t layer) const {
+  const LayerSpec& spec = layout_.spec().layers[layer];
+  const LayerLayout& ll = layout_.layer(layer);
+  StepLayer l;
+  l.ring = RingRows{pool_ + ll.ring_offset, layout_.slot_bytes(), ll.bytes_per_token,
+                    static_cast<int32_t>(layout_.ring_len())};
+  l.vec_bytes = ll.vec_bytes;
+  l.window = static_cast<int32_t>(layout_.window());
+  l.format = spec.format;
+  l.scale_mode = layout_.spec().scale_mode;
+  l.q_heads = static_cast<int>(spec.q_heads);
+  l.kv_heads = static_cast<int>(spec.kv_heads);
+  l.head_dim = static_cast<int>(spec.head_dim);
+  l.shared_kv = spec.shared_kv;
+  return l;
+}
+
 absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
   absl::MutexLock lock(&slots_.mu());
   SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(src));

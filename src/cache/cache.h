@@ -43,6 +43,8 @@ class Cache {
   const SlotTable& slots() const { return slots_; }
   Backend& backend() { return *backend_; }
   uint8_t* pool() const { return pool_; }
+  // Layer `layer` (< num_layers) as the step kernels see it.
+  StepLayer StepLayerOf(uint32_t layer) const;
   uint8_t* slot_base(uint32_t slot) const { return pool_ + layout_.SlotOffset(slot); }
 
   // Copies every byte and the metadata of `src` into `dst` (both allocated).

@@ -56,8 +56,7 @@ SWA_API swa_status_t swa_cache_layer_layout(const swa_cache_t* cache, uint32_t l
     SWA_RETURN_IF_ERROR(swa::capi::CheckLayer(*cache->impl, layer));
     const swa::Layout& lay = cache->impl->layout();
     const swa::LayerLayout& l = lay.layer(layer);
-    std::memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    swa::capi::ResetStruct(out);
     out->role = static_cast<swa_layer_role_t>(l.role);
     out->kv_format = static_cast<swa_format_t>(l.format);
     out->heads_per_token = l.heads_per_token;
@@ -83,8 +82,7 @@ SWA_API swa_status_t swa_cache_layer_view(const swa_cache_t* cache, uint32_t lay
     swa::Cache& c = *cache->impl;
     const swa::Layout& lay = c.layout();
     const swa::LayerLayout& l = lay.layer(layer);
-    std::memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    swa::capi::ResetStruct(out);
     out->data = c.pool() + l.ring_offset;
     out->backend = static_cast<swa_backend_t>(c.backend().kind());
     out->device = c.backend().device();

@@ -42,6 +42,14 @@ int32_t RawEnum(const E& value) {
   return raw;
 }
 
+// Zeroes *s and sets its struct_size to this library's: the start of every
+// *_init function and of every call that fills a caller's struct.
+template <typename T>
+void ResetStruct(T* s) {
+  std::memset(s, 0, sizeof *s);
+  s->struct_size = sizeof *s;
+}
+
 inline absl::Status NullArg(const char* name) {
   return absl::InvalidArgumentError(absl::StrFormat("%s is NULL", name));
 }

@@ -84,8 +84,7 @@ extern "C" {
 
 SWA_API void swa_plan_options_init(swa_plan_options_t* options) {
   if (options == nullptr) return;
-  std::memset(options, 0, sizeof *options);
-  options->struct_size = sizeof *options;
+  swa::capi::ResetStruct(options);
   options->index_pad = SWA_INDEX_PAD_NEG1;
   options->materialize_index = 1;
 }
@@ -134,8 +133,7 @@ SWA_API swa_status_t swa_plan_info(const swa_plan_t* plan, swa_plan_info_t* out)
     SWA_RETURN_IF_ERROR(swa::capi::CheckPlan(plan));
     SWA_CHECK_STRUCT(out, swa_plan_info_t);
     const swa::plan::StepPlan& p = *plan->impl;
-    std::memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    swa::capi::ResetStruct(out);
     out->path = static_cast<swa_plan_path_t>(p.path());
     out->window = static_cast<uint32_t>(p.window());
     out->ring_len = static_cast<uint32_t>(p.ring_len());

@@ -52,8 +52,7 @@ extern "C" {
 
 SWA_API void swa_project_args_init(swa_project_args_t* args) {
   if (args == nullptr) return;
-  std::memset(args, 0, sizeof *args);
-  args->struct_size = sizeof *args;
+  swa::capi::ResetStruct(args);
   args->weight_layout = SWA_WEIGHT_OUT_IN;
   args->out_dtype = SWA_DTYPE_FP32;
 }

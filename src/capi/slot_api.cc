@@ -44,8 +44,7 @@ SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot, swa_
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_STRUCT(out, swa_slot_info_t);
     SWA_ASSIGN_OR_RETURN(swa::SlotState s, cache->impl->slots().Get(slot));
-    std::memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    swa::capi::ResetStruct(out);
     out->slot = slot;
     out->allocated = s.allocated ? 1 : 0;
     out->written_end = s.written_end;

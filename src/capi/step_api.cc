@@ -35,8 +35,7 @@ extern "C" {
 
 SWA_API void swa_step_args_init(swa_step_args_t* args) {
   if (args == nullptr) return;
-  std::memset(args, 0, sizeof *args);
-  args->struct_size = sizeof *args;
+  swa::capi::ResetStruct(args);
   args->q_dtype = SWA_DTYPE_FP32;
   args->kv_dtype = SWA_DTYPE_FP32;
   args->out_dtype = SWA_DTYPE_FP32;
@@ -60,8 +59,7 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_STRUCT(out, swa_cache_stats_t);
     const swa::Cache& c = *cache->impl;
-    std::memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    swa::capi::ResetStruct(out);
     out->steps = c.counters().steps.load();
     out->tokens = c.counters().tokens.load();
     out->nonfinite_blocks = c.counters().nonfinite_blocks.load();

@@ -36,8 +36,7 @@ extern "C" {
 
 SWA_API void swa_kv_store_init(swa_kv_store_t* store) {
   if (store == nullptr) return;
-  std::memset(store, 0, sizeof *store);
-  store->struct_size = sizeof *store;
+  swa::capi::ResetStruct(store);
 }
 
 SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_t* store) {

@@ -22,8 +22,7 @@ extern "C" {
 
 SWA_API void swa_store_memory_config_init(swa_store_memory_config_t* config) {
   if (config == nullptr) return;
-  std::memset(config, 0, sizeof *config);
-  config->struct_size = sizeof *config;
+  swa::capi::ResetStruct(config);
   config->budget_bytes = uint64_t{1} << 30;
 }
 
@@ -49,8 +48,7 @@ SWA_API swa_status_t swa_store_memory_stats(const swa_kv_store_t* store,
       return absl::InvalidArgumentError(
           "store is not a table made by swa_store_memory_create()");
     const swa::MemoryStoreStats s = memory->Stats();
-    std::memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    swa::capi::ResetStruct(out);
     out->budget_bytes = s.budget_bytes;
     out->bytes = s.bytes;
     out->entries = s.entries;
@@ -68,8 +66,7 @@ SWA_API swa_status_t swa_store_memory_stats(const swa_kv_store_t* store,
 
 SWA_API void swa_store_directory_config_init(swa_store_directory_config_t* config) {
   if (config == nullptr) return;
-  std::memset(config, 0, sizeof *config);
-  config->struct_size = sizeof *config;
+  swa::capi::ResetStruct(config);
   config->create = 1;
   config->sync = 1;
 }
@@ -98,8 +95,7 @@ SWA_API swa_status_t swa_store_directory_create(const swa_store_directory_config
 
 SWA_API void swa_store_redis_config_init(swa_store_redis_config_t* config) {
   if (config == nullptr) return;
-  std::memset(config, 0, sizeof *config);
-  config->struct_size = sizeof *config;
+  swa::capi::ResetStruct(config);
   config->host = "127.0.0.1";
   config->port = 6379;
   config->timeout_ms = 5000;

@@ -47,6 +47,17 @@ struct PlannedSeq {
   int32_t token_offset;  // new tokens of the sequences before this one
 };
 
+// A batch of sequences as device columns, [n_seqs] each (the device-planned
+// decode reads them straight from the engine's arrays). valid_start may be
+// null (all 0).
+struct SeqColumns {
+  const uint32_t* slot = nullptr;
+  const int32_t* seqlen_q = nullptr;
+  const int32_t* seqlen_k = nullptr;
+  const int32_t* valid_start = nullptr;
+  int32_t n_seqs = 0;
+};
+
 // A run of `count` rows from src_row (-1: zero rows) to dst_row (== swa_segment_t).
 // Load plan: dst = staging section-1 row, src = flat ring row.
 // Store plan: dst = flat ring row, src = index of the first new token.

@@ -52,24 +52,6 @@ PlanView ViewOf(const plan::StepPlan& plan) {
   return v;
 }
 
-StepLayer LayerOf(const Cache& cache, uint32_t layer) {
-  const Layout& lay = cache.layout();
-  const LayerSpec& spec = lay.spec().layers[layer];
-  const LayerLayout& ll = lay.layer(layer);
-  StepLayer l;
-  l.ring = RingRows{cache.pool() + ll.ring_offset, lay.slot_bytes(), ll.bytes_per_token,
-                    static_cast<int32_t>(lay.ring_len())};
-  l.vec_bytes = ll.vec_bytes;
-  l.window = static_cast<int32_t>(lay.window());
-  l.format = spec.format;
-  l.scale_mode = lay.spec().scale_mode;
-  l.q_heads = static_cast<int>(spec.q_heads);
-  l.kv_heads = static_cast<int>(spec.kv_heads);
-  l.head_dim = static_cast<int>(spec.head_dim);
-  l.shared_kv = spec.shared_kv;
-  return l;
-}
-
 }  // namespace
 
 absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<PreparedPlan>* prepared,
@@ -85,7 +67,7 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
   w.plan = ViewOf(plan);
   if (*prepared == nullptr || (*prepared)->stamp != w.plan.stamp)
     SWA_RETURN_IF_ERROR(cache.backend().Prepare(w.plan, prepared));
-  w.layer = LayerOf(cache, tensors.layer);
+  w.layer = cache.StepLayerOf(tensors.layer);
   w.tensors = &tensors;
   w.scale = tensors.softmax_scale != 0 ? tensors.softmax_scale
                                        : 1.0f / std::sqrt(static_cast<float>(w.layer.head_dim));

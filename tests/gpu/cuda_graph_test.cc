@@ -47,7 +47,8 @@ TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
   batch.seqlen_q = static_cast<const int32_t*>(d_q.get());
   batch.seqlen_k = static_cast<const int32_t*>(d_k.get());
   batch.n_seqs = int32_t(slots);
-  swa::cuda::DecodeTensors x;
+  swa::StepTensors x;
+  x.q_dtype = x.kv_dtype = x.out_dtype = swa::Dtype::kBf16;
   x.q = dq.get();
   x.k_new = dk.get();
   x.out = dout.get();
@@ -132,7 +133,8 @@ TEST(CudaGraph, InvalidBatchWritesNothing) {
   b.seqlen_q = static_cast<const int32_t*>(d_q.get());
   b.seqlen_k = static_cast<const int32_t*>(d_k.get());
   b.n_seqs = 2;
-  swa::cuda::DecodeTensors x;
+  swa::StepTensors x;
+  x.q_dtype = x.kv_dtype = x.out_dtype = swa::Dtype::kBf16;
   x.q = dq.get();
   x.k_new = dk.get();
   x.out = dout.get();

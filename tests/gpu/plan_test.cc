@@ -68,11 +68,11 @@ PlanRun Plan(const std::vector<plan_ref::Seq>& seqs, int32_t w, int32_t r, int32
   d_index.Poison();
   d_err.Poison();
   DecodePlanParams p;
-  p.slot = d_slot.ptr;
-  p.seqlen_q = d_q.ptr;
-  p.seqlen_k = d_k.ptr;
-  p.valid_start = d_v.ptr;
-  p.n_seqs = static_cast<int32_t>(n);
+  p.batch.slot = d_slot.ptr;
+  p.batch.seqlen_q = d_q.ptr;
+  p.batch.seqlen_k = d_k.ptr;
+  p.batch.valid_start = d_v.ptr;
+  p.batch.n_seqs = static_cast<int32_t>(n);
   p.max_tokens = max_tokens;
   p.window = w;
   p.ring_len = r;

@@ -56,14 +56,7 @@ void GemmMx16(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ld
 
 void Gemm(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
           ptrdiff_t ldc, bool accumulate) {
-  switch (m) {
-    case 1: return GemmMx16<1>(k, a, lda, b, ldb, c, ldc, accumulate);
-    case 2: return GemmMx16<2>(k, a, lda, b, ldb, c, ldc, accumulate);
-    case 3: return GemmMx16<3>(k, a, lda, b, ldb, c, ldc, accumulate);
-    case 4: return GemmMx16<4>(k, a, lda, b, ldb, c, ldc, accumulate);
-    case 5: return GemmMx16<5>(k, a, lda, b, ldb, c, ldc, accumulate);
-    default: return GemmMx16<6>(k, a, lda, b, ldb, c, ldc, accumulate);
-  }
+  ForTileRows(m, [&](auto rows) { GemmMx16<rows.value>(k, a, lda, b, ldb, c, ldc, accumulate); });
 }
 
 // exp(x) for x <= 88: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, a

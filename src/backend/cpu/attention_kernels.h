@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 namespace swa::cpu {
 
@@ -38,6 +39,21 @@ struct AttentionKernels {
   // n_keys in the last panel are zero. dst holds ceil(n_keys/16)*16*d floats.
   void (*pack_kt)(const float* k, ptrdiff_t ldk, int n_keys, int d, float* dst);
 };
+
+// Calls fn(std::integral_constant<int, M>{}) for M = clamp(m, 1, kTileRows):
+// each kernel set's gemm instantiates its register tile for every row count.
+template <typename Fn>
+inline void ForTileRows(int m, Fn&& fn) {
+  static_assert(kTileRows == 6, "one case per tile row count");
+  switch (m) {
+    case 1: return fn(std::integral_constant<int, 1>{});
+    case 2: return fn(std::integral_constant<int, 2>{});
+    case 3: return fn(std::integral_constant<int, 3>{});
+    case 4: return fn(std::integral_constant<int, 4>{});
+    case 5: return fn(std::integral_constant<int, 5>{});
+    default: return fn(std::integral_constant<int, 6>{});
+  }
+}
 
 const AttentionKernels& PortableAttentionKernels();
 

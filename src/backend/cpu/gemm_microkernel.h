@@ -10,11 +10,21 @@ namespace swa::cpu {
 inline constexpr int kMr = 4;   // rows of the register tile
 inline constexpr int kNr = 16;  // columns of the register tile
 
+using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc);
+
+MicroKernelFn BaselineMicroKernel();
+MicroKernelFn Avx2MicroKernel();  // nullptr when not built for x86-64
+
+// The kernel itself is local to each file that includes this header (unnamed
+// namespace): each of the two compiles it with its own target flags, and the
+// linker must never fold one into the other.
+namespace {
+
 // c[kMr][ldc] += a[k][kMr] (packed, column of the A block per k) x b[k][kNr]
 // (packed panel, row of kNr per k), over `kc` steps. Fixed trip counts so the
 // compiler keeps acc in vector registers.
-inline void MicroKernelImpl(int64_t kc, const float* __restrict a, const float* __restrict b,
-                            float* __restrict c, int64_t ldc) {
+void MicroKernelImpl(int64_t kc, const float* __restrict a, const float* __restrict b,
+                     float* __restrict c, int64_t ldc) {
   float acc[kMr][kNr];
   for (int i = 0; i < kMr; ++i)
     for (int j = 0; j < kNr; ++j) acc[i][j] = c[i * ldc + j];
@@ -30,9 +40,13 @@ inline void MicroKernelImpl(int64_t kc, const float* __restrict a, const float* 
     for (int j = 0; j < kNr; ++j) c[i * ldc + j] = acc[i][j];
 }
 
-using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc);
+// MicroKernelImpl out of line, with O3 for the full unroll.
+[[maybe_unused]] __attribute__((optimize("O3"))) void MicroKernelO3(int64_t kc, const float* a,
+                                                                    const float* b, float* c,
+                                                                    int64_t ldc) {
+  MicroKernelImpl(kc, a, b, c, ldc);
+}
 
-MicroKernelFn BaselineMicroKernel();
-MicroKernelFn Avx2MicroKernel();  // nullptr when not built for x86-64
+}  // namespace
 
 }  // namespace swa::cpu

@@ -50,8 +50,7 @@ class CudaBackend final : public Backend {
   absl::Status RunStepLocked(const StepWork& work, CudaPreparedPlan& prepared, StepResult* result);
   // The kernel chain of a step over the uploaded image `dev` of `prepared`.
   absl::Status LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& prepared,
-                                 const uint8_t* dev, cudaStream_t stream, bool use_mma,
-                                 StepResult* result);
+                                 const uint8_t* dev, cudaStream_t stream, StepResult* result);
 
   const int device_;
   cudaMemPool_t pool_ = nullptr;

@@ -13,6 +13,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_status.h"
+#include "backend/cuda/step_params.h"
 #include "kernels/attention/attention.h"
 #include "kernels/step/kv_rows.h"
 
@@ -130,7 +131,7 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
   if (w.plan.n_tokens == 0) return absl::OkStatus();
   cudaStream_t stream = static_cast<cudaStream_t>(w.tensors->stream);
   SWA_RETURN_IF_ERROR(CheckNotCapturing(stream));
-  const bool use_mma = w.tensors->out_dtype == Dtype::kBf16 && w.layer.format != Format::kFp32;
+  const bool use_mma = UseMma(w.layer, *w.tensors);
   // The work list is the one part that depends on the layer's head shape.
   SWA_RETURN_IF_ERROR(EnsureTiles(w.plan, w.layer.q_heads / w.layer.kv_heads,
                                   kernels::AttentionTileRows(use_mma), &cp));
@@ -140,7 +141,7 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
   // event must be re-recorded after them on every exit, failures included;
   // otherwise a later Upload could rewrite this device buffer (from another
   // stream) while those kernels still read it.
-  const absl::Status launched = LaunchStepKernels(w, cp, dev, stream, use_mma, result);
+  const absl::Status launched = LaunchStepKernels(w, cp, dev, stream, result);
   const absl::Status released = uploader_.Release(stream);
   SWA_RETURN_IF_ERROR(launched);
   return released;
@@ -148,7 +149,7 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
 
 absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& cp,
                                             const uint8_t* dev, cudaStream_t stream,
-                                            bool use_mma, StepResult* result) {
+                                            StepResult* result) {
   const StepLayer& L = w.layer;
   const StepTensors& x = *w.tensors;
   const size_t T = static_cast<size_t>(w.plan.n_tokens);
@@ -161,41 +162,14 @@ absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPrepare
   SWA_ASSIGN_OR_RETURN(unsigned long long* d_nonfinite,
                        nonfinite_.Begin(stream, &result->nonfinite_blocks));
 
-  kernels::EncodeParams enc;
-  enc.k_new = x.k_new;
-  enc.v_new = L.shared_kv ? nullptr : x.v_new;
-  enc.src_dtype = x.kv_dtype;
-  enc.n_tokens = w.plan.n_tokens;
-  enc.kv_heads = L.kv_heads;
-  enc.head_dim = L.head_dim;
-  enc.format = L.format;
-  enc.ceil = L.scale_mode == ScaleMode::kCeil;
-  enc.vec_bytes = L.vec_bytes;
-  enc.bytes_per_token = L.ring.bytes_per_token;
-  enc.ring = L.ring;
+  kernels::EncodeParams enc = EncodeParamsOf(L, x, w.plan.n_tokens);
   enc.nonfinite = d_nonfinite;
-
-  kernels::AttentionParams at;
-  at.q = x.q;
-  at.q_dtype = x.q_dtype;
-  at.out = x.out;
-  at.out_dtype = x.out_dtype;
-  at.sinks = x.sinks;
-  at.scale = w.scale;
-  at.q_heads = L.q_heads;
-  at.kv_heads = L.kv_heads;
-  at.head_dim = L.head_dim;
-  at.shared_kv = L.shared_kv;
-  at.format = L.format;
-  at.vec_bytes = L.vec_bytes;
-  at.bytes_per_token = L.ring.bytes_per_token;
-  at.window = L.window;
+  kernels::AttentionParams at = AttentionParamsOf(L, x, w.scale);
   at.seqs = d_seqs;
   at.n_seqs = static_cast<int32_t>(w.plan.n_seqs);
   at.tiles = d_tiles;
   at.n_tiles = static_cast<int32_t>(cp.n_tiles);
   at.max_seqlen_q = cp.max_seqlen_q;
-  at.use_mma = use_mma;
 
   if (!w.plan.staged) {
     enc.store_rows = d_store_rows;

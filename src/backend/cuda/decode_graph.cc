@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_status.h"
+#include "backend/cuda/step_params.h"
 #include "kernels/attention/attention.h"
 #include "kernels/plan/decode_plan.h"
 #include "kernels/step/decode_prepare.h"
@@ -63,14 +64,13 @@ DeviceDecodeStep::~DeviceDecodeStep() {
   }
 }
 
-absl::Status DeviceDecodeStep::Enqueue(const DeviceDecodeBatch& b, const DecodeTensors& x,
+absl::Status DeviceDecodeStep::Enqueue(const DeviceDecodeBatch& b, const StepTensors& x,
                                        cudaStream_t stream) {
   if (b.n_seqs < 0 || b.n_seqs > max_seqs_)
     return absl::InvalidArgumentError(
         absl::StrFormat("n_seqs = %d is outside [0, max_seqs = %d]", b.n_seqs, max_seqs_));
   const Layout& lay = cache_->layout();
   const LayerSpec& spec = lay.spec().layers[layer_];
-  const LayerLayout& ll = lay.layer(layer_);
   if (x.q == nullptr || x.k_new == nullptr || x.out == nullptr)
     return absl::InvalidArgumentError("q, k_new and out must not be NULL");
   if (spec.shared_kv != (x.v_new == nullptr))
@@ -85,11 +85,7 @@ absl::Status DeviceDecodeStep::Enqueue(const DeviceDecodeBatch& b, const DecodeT
   const int32_t window = int32_t(lay.window());
   const int32_t ring_len = int32_t(lay.ring_len());
   kernels::DecodePlanParams pp;
-  pp.slot = b.slot;
-  pp.seqlen_q = b.seqlen_q;
-  pp.seqlen_k = b.seqlen_k;
-  pp.valid_start = b.valid_start;
-  pp.n_seqs = b.n_seqs;
+  pp.batch = b;
   pp.max_tokens = max_tokens_;
   pp.window = window;
   pp.ring_len = ring_len;
@@ -100,59 +96,30 @@ absl::Status DeviceDecodeStep::Enqueue(const DeviceDecodeBatch& b, const DecodeT
   SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchDecodePlan(pp, stream), "device decode planner");
 
   kernels::DecodePrepareParams pr;
-  pr.slot = b.slot;
-  pr.seqlen_q = b.seqlen_q;
-  pr.seqlen_k = b.seqlen_k;
-  pr.valid_start = b.valid_start;
+  pr.batch = b;
   pr.cu_seqlens = cu_seqlens_;
   pr.error = error_;
-  pr.n_seqs = b.n_seqs;
   pr.max_tokens = max_tokens_;
   pr.ring_len = ring_len;
   pr.seqs = seqs_;
   pr.store_rows = store_rows_;
   SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchDecodePrepare(pr, stream), "decode prepare");
 
-  const RingRows ring{cache_->pool() + ll.ring_offset, lay.slot_bytes(), ll.bytes_per_token,
-                      ring_len};
-  kernels::EncodeParams enc;
-  enc.k_new = x.k_new;
-  enc.v_new = x.v_new;
-  enc.src_dtype = x.kv_dtype;
-  enc.n_tokens = max_tokens_;
+  const StepLayer L = cache_->StepLayerOf(layer_);
+  kernels::EncodeParams enc = EncodeParamsOf(L, x, max_tokens_);
   enc.n_tokens_dev = cu_seqlens_ + b.n_seqs;  // on a planner error every store row is -1
-  enc.kv_heads = int32_t(spec.kv_heads);
-  enc.head_dim = int32_t(spec.head_dim);
-  enc.format = spec.format;
-  enc.ceil = lay.spec().scale_mode == ScaleMode::kCeil;
-  enc.vec_bytes = ll.vec_bytes;
-  enc.bytes_per_token = ll.bytes_per_token;
   enc.store_rows = store_rows_;
-  enc.ring = ring;
   enc.nonfinite = nonfinite_;
   SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchEncodeKv(enc, stream), "encode K/V into the ring");
 
-  kernels::AttentionParams at;
-  at.q = x.q;
-  at.q_dtype = x.q_dtype;
-  at.out = x.out;
-  at.out_dtype = x.out_dtype;
-  at.sinks = x.sinks;
-  at.scale = x.softmax_scale != 0 ? x.softmax_scale : 1.0f / std::sqrt(float(spec.head_dim));
-  at.q_heads = int32_t(spec.q_heads);
-  at.kv_heads = int32_t(spec.kv_heads);
-  at.head_dim = int32_t(spec.head_dim);
-  at.shared_kv = spec.shared_kv;
-  at.format = spec.format;
-  at.vec_bytes = ll.vec_bytes;
-  at.bytes_per_token = ll.bytes_per_token;
-  at.window = window;
+  const float scale =
+      x.softmax_scale != 0 ? x.softmax_scale : 1.0f / std::sqrt(float(spec.head_dim));
+  kernels::AttentionParams at = AttentionParamsOf(L, x, scale);
   at.seqs = seqs_;
   at.n_seqs = b.n_seqs;
   at.max_seqlen_q = max_seqlen_q_;
   at.offset_len = offset_len_;
-  at.ring = ring;
-  at.use_mma = x.out_dtype == Dtype::kBf16 && spec.format != Format::kFp32;
+  at.ring = L.ring;
   return CudaStatus(kernels::LaunchDecodeAttention(at, stream), "decode attention");
 }
 

@@ -30,25 +30,9 @@
 
 namespace swa::cuda {
 
-struct DeviceDecodeBatch {  // device arrays [n_seqs] (valid_start may be nullptr)
-  const uint32_t* slot = nullptr;
-  const int32_t* seqlen_q = nullptr;
-  const int32_t* seqlen_k = nullptr;
-  const int32_t* valid_start = nullptr;
-  int32_t n_seqs = 0;  // <= max_seqs; fixed for a captured graph
-};
-
-struct DecodeTensors {  // device memory, batch token order, [max_tokens, ...] rows
-  const void* q = nullptr;
-  Dtype q_dtype = Dtype::kBf16;
-  const void* k_new = nullptr;
-  const void* v_new = nullptr;  // nullptr for shared K/V
-  Dtype kv_dtype = Dtype::kBf16;
-  void* out = nullptr;
-  Dtype out_dtype = Dtype::kBf16;
-  const float* sinks = nullptr;
-  float softmax_scale = 0;  // 0 = 1/sqrt(D)
-};
+// Device arrays [n_seqs] (valid_start may be null); n_seqs <= max_seqs, fixed
+// for a captured graph.
+using DeviceDecodeBatch = SeqColumns;
 
 class DeviceDecodeStep {
  public:
@@ -59,7 +43,9 @@ class DeviceDecodeStep {
                                                                    int32_t max_tokens);
   ~DeviceDecodeStep();
 
-  absl::Status Enqueue(const DeviceDecodeBatch& batch, const DecodeTensors& tensors,
+  // `tensors`: device memory in batch token order, [max_tokens, ...] rows
+  // (tensors.layer and tensors.stream are ignored: the object's layer, `stream`).
+  absl::Status Enqueue(const DeviceDecodeBatch& batch, const StepTensors& tensors,
                        cudaStream_t stream);
 
   // Device outputs of the last run (valid once the stream has reached them).
