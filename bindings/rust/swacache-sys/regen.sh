@@ -16,5 +16,6 @@ bindgen "$header" \
   --use-core \
   --ctypes-prefix 'core::ffi' \
   --size_t-is-usize \
+  --rustfmt-configuration-file "$here/../rustfmt.toml" \
   --output "$out" \
   -- -std=c99

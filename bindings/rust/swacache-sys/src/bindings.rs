@@ -153,16 +153,8 @@ pub struct swa_layer_desc {
 }
 #[test]
 fn bindgen_test_layout_swa_layer_desc() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_layer_desc>(),
-        56usize,
-        concat!("Size of: ", stringify!(swa_layer_desc))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_layer_desc>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_layer_desc))
-    );
+    assert_eq!(::core::mem::size_of::<swa_layer_desc>(), 56usize, concat!("Size of: ", stringify!(swa_layer_desc)));
+    assert_eq!(::core::mem::align_of::<swa_layer_desc>(), 8usize, concat!("Alignment of ", stringify!(swa_layer_desc)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -171,12 +163,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -188,12 +175,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).role) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(role)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(role))
         );
     }
     test_field_role();
@@ -205,12 +187,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).q_heads) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(q_heads)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(q_heads))
         );
     }
     test_field_q_heads();
@@ -222,12 +199,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).kv_heads) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(kv_heads)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(kv_heads))
         );
     }
     test_field_kv_heads();
@@ -239,12 +211,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).head_dim) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(head_dim)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(head_dim))
         );
     }
     test_field_head_dim();
@@ -256,12 +223,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).shared_kv) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(shared_kv)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(shared_kv))
         );
     }
     test_field_shared_kv();
@@ -273,12 +235,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).kv_format) as usize - ptr as usize
             },
             28usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(kv_format)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(kv_format))
         );
     }
     test_field_kv_format();
@@ -290,12 +247,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).compress_ratio) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(compress_ratio)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(compress_ratio))
         );
     }
     test_field_compress_ratio();
@@ -307,12 +259,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).compress_entry_bytes) as usize - ptr as usize
             },
             36usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(compress_entry_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(compress_entry_bytes))
         );
     }
     test_field_compress_entry_bytes();
@@ -324,12 +271,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).rope_theta) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(rope_theta)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_theta))
         );
     }
     test_field_rope_theta();
@@ -341,12 +283,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).rope_dims) as usize - ptr as usize
             },
             44usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(rope_dims)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_dims))
         );
     }
     test_field_rope_dims();
@@ -358,12 +295,7 @@ fn bindgen_test_layout_swa_layer_desc() {
                 ::core::ptr::addr_of!((*ptr).has_sinks) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_desc),
-                "::",
-                stringify!(has_sinks)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(has_sinks))
         );
     }
     test_field_has_sinks();
@@ -417,16 +349,8 @@ pub struct swa_config {
 }
 #[test]
 fn bindgen_test_layout_swa_config() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_config>(),
-        72usize,
-        concat!("Size of: ", stringify!(swa_config))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_config>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_config))
-    );
+    assert_eq!(::core::mem::size_of::<swa_config>(), 72usize, concat!("Size of: ", stringify!(swa_config)));
+    assert_eq!(::core::mem::align_of::<swa_config>(), 8usize, concat!("Alignment of ", stringify!(swa_config)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -435,12 +359,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -452,12 +371,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).window) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(window)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(window))
         );
     }
     test_field_window();
@@ -469,12 +383,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).draft_tokens) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(draft_tokens)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(draft_tokens))
         );
     }
     test_field_draft_tokens();
@@ -486,12 +395,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).ring_len) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(ring_len)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(ring_len))
         );
     }
     test_field_ring_len();
@@ -503,12 +407,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).alignment) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(alignment)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(alignment))
         );
     }
     test_field_alignment();
@@ -520,12 +419,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).max_slots) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(max_slots)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(max_slots))
         );
     }
     test_field_max_slots();
@@ -537,12 +431,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).backend) as usize - ptr as usize
             },
             28usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(backend)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(backend))
         );
     }
     test_field_backend();
@@ -554,12 +443,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).device) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(device)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(device))
         );
     }
     test_field_device();
@@ -571,12 +455,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).scale_mode) as usize - ptr as usize
             },
             36usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(scale_mode)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(scale_mode))
         );
     }
     test_field_scale_mode();
@@ -588,12 +467,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).num_threads) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(num_threads)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(num_threads))
         );
     }
     test_field_num_threads();
@@ -605,12 +479,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).num_layers) as usize - ptr as usize
             },
             44usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(num_layers)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(num_layers))
         );
     }
     test_field_num_layers();
@@ -622,12 +491,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).layers) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(layers)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(layers))
         );
     }
     test_field_layers();
@@ -639,12 +503,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).pool) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(pool)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(pool))
         );
     }
     test_field_pool();
@@ -656,12 +515,7 @@ fn bindgen_test_layout_swa_config() {
                 ::core::ptr::addr_of!((*ptr).pool_bytes) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_config),
-                "::",
-                stringify!(pool_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_config), "::", stringify!(pool_bytes))
         );
     }
     test_field_pool_bytes();
@@ -709,16 +563,8 @@ pub struct swa_layout {
 }
 #[test]
 fn bindgen_test_layout_swa_layout() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_layout>(),
-        80usize,
-        concat!("Size of: ", stringify!(swa_layout))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_layout>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_layout))
-    );
+    assert_eq!(::core::mem::size_of::<swa_layout>(), 80usize, concat!("Size of: ", stringify!(swa_layout)));
+    assert_eq!(::core::mem::align_of::<swa_layout>(), 8usize, concat!("Alignment of ", stringify!(swa_layout)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -727,12 +573,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -744,12 +585,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).window) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(window)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(window))
         );
     }
     test_field_window();
@@ -761,12 +597,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).draft_tokens) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(draft_tokens)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(draft_tokens))
         );
     }
     test_field_draft_tokens();
@@ -778,12 +609,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).ring_len) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(ring_len)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(ring_len))
         );
     }
     test_field_ring_len();
@@ -795,12 +621,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).alignment) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(alignment)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(alignment))
         );
     }
     test_field_alignment();
@@ -812,12 +633,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).num_layers) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(num_layers)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(num_layers))
         );
     }
     test_field_num_layers();
@@ -829,12 +645,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).num_stored_layers) as usize - ptr as usize
             },
             28usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(num_stored_layers)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(num_stored_layers))
         );
     }
     test_field_num_stored_layers();
@@ -846,12 +657,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).max_slots) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(max_slots)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(max_slots))
         );
     }
     test_field_max_slots();
@@ -863,12 +669,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).max_ring_tokens) as usize - ptr as usize
             },
             36usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(max_ring_tokens)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(max_ring_tokens))
         );
     }
     test_field_max_ring_tokens();
@@ -880,12 +681,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).slot_bytes) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(slot_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(slot_bytes))
         );
     }
     test_field_slot_bytes();
@@ -897,12 +693,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).stored_offset) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(stored_offset)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(stored_offset))
         );
     }
     test_field_stored_offset();
@@ -914,12 +705,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).stored_bytes) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(stored_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(stored_bytes))
         );
     }
     test_field_stored_bytes();
@@ -931,12 +717,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).pool_bytes) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(pool_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(pool_bytes))
         );
     }
     test_field_pool_bytes();
@@ -948,12 +729,7 @@ fn bindgen_test_layout_swa_layout() {
                 ::core::ptr::addr_of!((*ptr).fingerprint) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layout),
-                "::",
-                stringify!(fingerprint)
-            )
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(fingerprint))
         );
     }
     test_field_fingerprint();
@@ -993,11 +769,7 @@ pub struct swa_layer_layout {
 }
 #[test]
 fn bindgen_test_layout_swa_layer_layout() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_layer_layout>(),
-        72usize,
-        concat!("Size of: ", stringify!(swa_layer_layout))
-    );
+    assert_eq!(::core::mem::size_of::<swa_layer_layout>(), 72usize, concat!("Size of: ", stringify!(swa_layer_layout)));
     assert_eq!(
         ::core::mem::align_of::<swa_layer_layout>(),
         8usize,
@@ -1011,12 +783,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1028,12 +795,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).role) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(role)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(role))
         );
     }
     test_field_role();
@@ -1045,12 +807,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).kv_format) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(kv_format)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(kv_format))
         );
     }
     test_field_kv_format();
@@ -1062,12 +819,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).heads_per_token) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(heads_per_token)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(heads_per_token))
         );
     }
     test_field_heads_per_token();
@@ -1079,12 +831,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).vec_bytes) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(vec_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(vec_bytes))
         );
     }
     test_field_vec_bytes();
@@ -1096,12 +843,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).bytes_per_token) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(bytes_per_token)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(bytes_per_token))
         );
     }
     test_field_bytes_per_token();
@@ -1113,12 +855,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).ring_len) as usize - ptr as usize
             },
             28usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(ring_len)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(ring_len))
         );
     }
     test_field_ring_len();
@@ -1130,12 +867,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).ring_offset) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(ring_offset)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(ring_offset))
         );
     }
     test_field_ring_offset();
@@ -1147,12 +879,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).ring_bytes) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(ring_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(ring_bytes))
         );
     }
     test_field_ring_bytes();
@@ -1164,12 +891,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).compress_len) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(compress_len)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_len))
         );
     }
     test_field_compress_len();
@@ -1181,12 +903,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).compress_entry_bytes) as usize - ptr as usize
             },
             52usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(compress_entry_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_entry_bytes))
         );
     }
     test_field_compress_entry_bytes();
@@ -1198,12 +915,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).compress_offset) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(compress_offset)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_offset))
         );
     }
     test_field_compress_offset();
@@ -1215,12 +927,7 @@ fn bindgen_test_layout_swa_layer_layout() {
                 ::core::ptr::addr_of!((*ptr).compress_bytes) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_layer_layout),
-                "::",
-                stringify!(compress_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_bytes))
         );
     }
     test_field_compress_bytes();
@@ -1248,11 +955,7 @@ pub struct swa_tensor_view {
 }
 #[test]
 fn bindgen_test_layout_swa_tensor_view() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_tensor_view>(),
-        96usize,
-        concat!("Size of: ", stringify!(swa_tensor_view))
-    );
+    assert_eq!(::core::mem::size_of::<swa_tensor_view>(), 96usize, concat!("Size of: ", stringify!(swa_tensor_view)));
     assert_eq!(
         ::core::mem::align_of::<swa_tensor_view>(),
         8usize,
@@ -1266,12 +969,7 @@ fn bindgen_test_layout_swa_tensor_view() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_tensor_view),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_tensor_view), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1283,12 +981,7 @@ fn bindgen_test_layout_swa_tensor_view() {
                 ::core::ptr::addr_of!((*ptr).data) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_tensor_view),
-                "::",
-                stringify!(data)
-            )
+            concat!("Offset of field: ", stringify!(swa_tensor_view), "::", stringify!(data))
         );
     }
     test_field_data();
@@ -1300,12 +993,7 @@ fn bindgen_test_layout_swa_tensor_view() {
                 ::core::ptr::addr_of!((*ptr).backend) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_tensor_view),
-                "::",
-                stringify!(backend)
-            )
+            concat!("Offset of field: ", stringify!(swa_tensor_view), "::", stringify!(backend))
         );
     }
     test_field_backend();
@@ -1317,12 +1005,7 @@ fn bindgen_test_layout_swa_tensor_view() {
                 ::core::ptr::addr_of!((*ptr).device) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_tensor_view),
-                "::",
-                stringify!(device)
-            )
+            concat!("Offset of field: ", stringify!(swa_tensor_view), "::", stringify!(device))
         );
     }
     test_field_device();
@@ -1334,12 +1017,7 @@ fn bindgen_test_layout_swa_tensor_view() {
                 ::core::ptr::addr_of!((*ptr).ndim) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_tensor_view),
-                "::",
-                stringify!(ndim)
-            )
+            concat!("Offset of field: ", stringify!(swa_tensor_view), "::", stringify!(ndim))
         );
     }
     test_field_ndim();
@@ -1351,12 +1029,7 @@ fn bindgen_test_layout_swa_tensor_view() {
                 ::core::ptr::addr_of!((*ptr).shape) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_tensor_view),
-                "::",
-                stringify!(shape)
-            )
+            concat!("Offset of field: ", stringify!(swa_tensor_view), "::", stringify!(shape))
         );
     }
     test_field_shape();
@@ -1368,12 +1041,7 @@ fn bindgen_test_layout_swa_tensor_view() {
                 ::core::ptr::addr_of!((*ptr).strides) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_tensor_view),
-                "::",
-                stringify!(strides)
-            )
+            concat!("Offset of field: ", stringify!(swa_tensor_view), "::", stringify!(strides))
         );
     }
     test_field_strides();
@@ -1408,10 +1076,7 @@ extern "C" {
     #[doc = "  one of its layers."]
     #[doc = "  \\see \\ref md_docs_api \"docs/api.md\" (backends, ownership), \\ref md_docs_layout \"docs/layout.md\"."]
     #[doc = "  \\note Thread-safe. The caller owns the cache and frees it with swa_cache_destroy()."]
-    pub fn swa_cache_create(
-        config: *const swa_config_t,
-        out: *mut *mut swa_cache_t,
-    ) -> swa_status_t;
+    pub fn swa_cache_create(config: *const swa_config_t, out: *mut *mut swa_cache_t) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Destroy a cache and free its pool (unless caller-provided). NULL is a no-op."]
@@ -1435,11 +1100,7 @@ extern "C" {
     #[doc = "  \\retval SWA_OK; SWA_OUT_OF_RANGE for a layer id past the last layer;"]
     #[doc = "  SWA_INVALID_ARGUMENT for NULL or a bad struct_size."]
     #[doc = "  \\note Thread-safe."]
-    pub fn swa_cache_layer_layout(
-        cache: *const swa_cache_t,
-        layer: u32,
-        out: *mut swa_layer_layout_t,
-    ) -> swa_status_t;
+    pub fn swa_cache_layer_layout(cache: *const swa_cache_t, layer: u32, out: *mut swa_layer_layout_t) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Tensor view of one layer's ring over all slots:"]
@@ -1453,11 +1114,7 @@ extern "C" {
     #[doc = "  \\see \\ref sem_slot_layout, \\ref md_docs_layout \"docs/layout.md\"."]
     #[doc = "  \\note Thread-safe. Ring row `r = slot * R + (p mod R)` lives at"]
     #[doc = "  `data + (r / R) * slot_bytes + (r mod R) * bytes_per_token`."]
-    pub fn swa_cache_layer_view(
-        cache: *const swa_cache_t,
-        layer: u32,
-        out: *mut swa_tensor_view_t,
-    ) -> swa_status_t;
+    pub fn swa_cache_layer_view(cache: *const swa_cache_t, layer: u32, out: *mut swa_tensor_view_t) -> swa_status_t;
 }
 #[doc = " \\brief Per-slot state (\\ref sem_rewind, \\ref sem_replay)."]
 #[repr(C)]
@@ -1478,16 +1135,8 @@ pub struct swa_slot_info {
 }
 #[test]
 fn bindgen_test_layout_swa_slot_info() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_slot_info>(),
-        32usize,
-        concat!("Size of: ", stringify!(swa_slot_info))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_slot_info>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_slot_info))
-    );
+    assert_eq!(::core::mem::size_of::<swa_slot_info>(), 32usize, concat!("Size of: ", stringify!(swa_slot_info)));
+    assert_eq!(::core::mem::align_of::<swa_slot_info>(), 8usize, concat!("Alignment of ", stringify!(swa_slot_info)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -1496,12 +1145,7 @@ fn bindgen_test_layout_swa_slot_info() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_slot_info),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_slot_info), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1513,12 +1157,7 @@ fn bindgen_test_layout_swa_slot_info() {
                 ::core::ptr::addr_of!((*ptr).slot) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_slot_info),
-                "::",
-                stringify!(slot)
-            )
+            concat!("Offset of field: ", stringify!(swa_slot_info), "::", stringify!(slot))
         );
     }
     test_field_slot();
@@ -1530,12 +1169,7 @@ fn bindgen_test_layout_swa_slot_info() {
                 ::core::ptr::addr_of!((*ptr).allocated) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_slot_info),
-                "::",
-                stringify!(allocated)
-            )
+            concat!("Offset of field: ", stringify!(swa_slot_info), "::", stringify!(allocated))
         );
     }
     test_field_allocated();
@@ -1547,12 +1181,7 @@ fn bindgen_test_layout_swa_slot_info() {
                 ::core::ptr::addr_of!((*ptr).written_end) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_slot_info),
-                "::",
-                stringify!(written_end)
-            )
+            concat!("Offset of field: ", stringify!(swa_slot_info), "::", stringify!(written_end))
         );
     }
     test_field_written_end();
@@ -1564,12 +1193,7 @@ fn bindgen_test_layout_swa_slot_info() {
                 ::core::ptr::addr_of!((*ptr).valid_start) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_slot_info),
-                "::",
-                stringify!(valid_start)
-            )
+            concat!("Offset of field: ", stringify!(swa_slot_info), "::", stringify!(valid_start))
         );
     }
     test_field_valid_start();
@@ -1581,12 +1205,7 @@ fn bindgen_test_layout_swa_slot_info() {
                 ::core::ptr::addr_of!((*ptr).byte_offset) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_slot_info),
-                "::",
-                stringify!(byte_offset)
-            )
+            concat!("Offset of field: ", stringify!(swa_slot_info), "::", stringify!(byte_offset))
         );
     }
     test_field_byte_offset();
@@ -1641,11 +1260,7 @@ extern "C" {
     #[doc = "  \\retval SWA_OK (also for a free slot: allocated = 0); SWA_OUT_OF_RANGE;"]
     #[doc = "  SWA_INVALID_ARGUMENT for NULL or a bad struct_size."]
     #[doc = "  \\note Thread-safe."]
-    pub fn swa_slot_info(
-        cache: *const swa_cache_t,
-        slot: u32,
-        out: *mut swa_slot_info_t,
-    ) -> swa_status_t;
+    pub fn swa_slot_info(cache: *const swa_cache_t, slot: u32, out: *mut swa_slot_info_t) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Raise a slot's valid_start (\\ref sem_replay): positions below it are"]
@@ -1660,11 +1275,7 @@ extern "C" {
     #[doc = "  SWA_OUT_OF_RANGE for a slot id past the pool; SWA_FAILED_PRECONDITION for a"]
     #[doc = "  slot that is not allocated or a value below the current one."]
     #[doc = "  \\note Thread-safe (internally locked)."]
-    pub fn swa_slot_set_valid_start(
-        cache: *mut swa_cache_t,
-        slot: u32,
-        valid_start: i32,
-    ) -> swa_status_t;
+    pub fn swa_slot_set_valid_start(cache: *mut swa_cache_t, slot: u32, valid_start: i32) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Prepare a slot for bounded replay (\\ref sem_replay): after a prefix"]
@@ -1710,16 +1321,8 @@ pub struct swa_seq {
 }
 #[test]
 fn bindgen_test_layout_swa_seq() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_seq>(),
-        16usize,
-        concat!("Size of: ", stringify!(swa_seq))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_seq>(),
-        4usize,
-        concat!("Alignment of ", stringify!(swa_seq))
-    );
+    assert_eq!(::core::mem::size_of::<swa_seq>(), 16usize, concat!("Size of: ", stringify!(swa_seq)));
+    assert_eq!(::core::mem::align_of::<swa_seq>(), 4usize, concat!("Alignment of ", stringify!(swa_seq)));
     fn test_field_slot() {
         assert_eq!(
             unsafe {
@@ -1728,12 +1331,7 @@ fn bindgen_test_layout_swa_seq() {
                 ::core::ptr::addr_of!((*ptr).slot) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_seq),
-                "::",
-                stringify!(slot)
-            )
+            concat!("Offset of field: ", stringify!(swa_seq), "::", stringify!(slot))
         );
     }
     test_field_slot();
@@ -1745,12 +1343,7 @@ fn bindgen_test_layout_swa_seq() {
                 ::core::ptr::addr_of!((*ptr).seqlen_q) as usize - ptr as usize
             },
             4usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_seq),
-                "::",
-                stringify!(seqlen_q)
-            )
+            concat!("Offset of field: ", stringify!(swa_seq), "::", stringify!(seqlen_q))
         );
     }
     test_field_seqlen_q();
@@ -1762,12 +1355,7 @@ fn bindgen_test_layout_swa_seq() {
                 ::core::ptr::addr_of!((*ptr).seqlen_k) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_seq),
-                "::",
-                stringify!(seqlen_k)
-            )
+            concat!("Offset of field: ", stringify!(swa_seq), "::", stringify!(seqlen_k))
         );
     }
     test_field_seqlen_k();
@@ -1779,12 +1367,7 @@ fn bindgen_test_layout_swa_seq() {
                 ::core::ptr::addr_of!((*ptr).valid_start) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_seq),
-                "::",
-                stringify!(valid_start)
-            )
+            concat!("Offset of field: ", stringify!(swa_seq), "::", stringify!(valid_start))
         );
     }
     test_field_valid_start();
@@ -1834,11 +1417,7 @@ pub struct swa_plan_options {
 }
 #[test]
 fn bindgen_test_layout_swa_plan_options() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_plan_options>(),
-        16usize,
-        concat!("Size of: ", stringify!(swa_plan_options))
-    );
+    assert_eq!(::core::mem::size_of::<swa_plan_options>(), 16usize, concat!("Size of: ", stringify!(swa_plan_options)));
     assert_eq!(
         ::core::mem::align_of::<swa_plan_options>(),
         8usize,
@@ -1852,12 +1431,7 @@ fn bindgen_test_layout_swa_plan_options() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_options),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_options), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1869,12 +1443,7 @@ fn bindgen_test_layout_swa_plan_options() {
                 ::core::ptr::addr_of!((*ptr).index_pad) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_options),
-                "::",
-                stringify!(index_pad)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_options), "::", stringify!(index_pad))
         );
     }
     test_field_index_pad();
@@ -1886,12 +1455,7 @@ fn bindgen_test_layout_swa_plan_options() {
                 ::core::ptr::addr_of!((*ptr).materialize_index) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_options),
-                "::",
-                stringify!(materialize_index)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_options), "::", stringify!(materialize_index))
         );
     }
     test_field_materialize_index();
@@ -1935,16 +1499,8 @@ pub struct swa_plan_info {
 }
 #[test]
 fn bindgen_test_layout_swa_plan_info() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_plan_info>(),
-        72usize,
-        concat!("Size of: ", stringify!(swa_plan_info))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_plan_info>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_plan_info))
-    );
+    assert_eq!(::core::mem::size_of::<swa_plan_info>(), 72usize, concat!("Size of: ", stringify!(swa_plan_info)));
+    assert_eq!(::core::mem::align_of::<swa_plan_info>(), 8usize, concat!("Alignment of ", stringify!(swa_plan_info)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -1953,12 +1509,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1970,12 +1521,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).path) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(path)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(path))
         );
     }
     test_field_path();
@@ -1987,12 +1533,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).n_seqs) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(n_seqs)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(n_seqs))
         );
     }
     test_field_n_seqs();
@@ -2004,12 +1545,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).n_tokens) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(n_tokens)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(n_tokens))
         );
     }
     test_field_n_tokens();
@@ -2021,12 +1557,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).window) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(window)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(window))
         );
     }
     test_field_window();
@@ -2038,12 +1569,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).ring_len) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(ring_len)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(ring_len))
         );
     }
     test_field_ring_len();
@@ -2055,12 +1581,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).executed) as usize - ptr as usize
             },
             28usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(executed)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(executed))
         );
     }
     test_field_executed();
@@ -2072,12 +1593,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).max_seqlen_q) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(max_seqlen_q)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(max_seqlen_q))
         );
     }
     test_field_max_seqlen_q();
@@ -2089,12 +1605,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).max_seqlen_k) as usize - ptr as usize
             },
             36usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(max_seqlen_k)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(max_seqlen_k))
         );
     }
     test_field_max_seqlen_k();
@@ -2106,12 +1617,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).n_load_segments) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(n_load_segments)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(n_load_segments))
         );
     }
     test_field_n_load_segments();
@@ -2123,12 +1629,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).n_store_segments) as usize - ptr as usize
             },
             44usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(n_store_segments)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(n_store_segments))
         );
     }
     test_field_n_store_segments();
@@ -2140,12 +1641,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).history_rows) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(history_rows)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(history_rows))
         );
     }
     test_field_history_rows();
@@ -2157,12 +1653,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).staging_rows) as usize - ptr as usize
             },
             52usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(staging_rows)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(staging_rows))
         );
     }
     test_field_staging_rows();
@@ -2174,12 +1665,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).decode_index_elems) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(decode_index_elems)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(decode_index_elems))
         );
     }
     test_field_decode_index_elems();
@@ -2191,12 +1677,7 @@ fn bindgen_test_layout_swa_plan_info() {
                 ::core::ptr::addr_of!((*ptr).pivot_elems) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_plan_info),
-                "::",
-                stringify!(pivot_elems)
-            )
+            concat!("Offset of field: ", stringify!(swa_plan_info), "::", stringify!(pivot_elems))
         );
     }
     test_field_pivot_elems();
@@ -2256,11 +1737,7 @@ extern "C" {
     #[doc = "  \\see \\ref md_docs_planner \"docs/planner.md\" (rewinds, cancel, rebuild, threading)."]
     #[doc = "  \\note The plan is not thread-safe; builds of different plans on one cache"]
     #[doc = "  are serialised by the slot table's lock."]
-    pub fn swa_plan_build(
-        plan: *mut swa_plan_t,
-        seqs: *const swa_seq_t,
-        n_seqs: u32,
-    ) -> swa_status_t;
+    pub fn swa_plan_build(plan: *mut swa_plan_t, seqs: *const swa_seq_t, n_seqs: u32) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Undo a built plan that no layer has run: restore every slot it"]
@@ -2289,11 +1766,7 @@ extern "C" {
     #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for NULL plan or both outputs NULL;"]
     #[doc = "  SWA_FAILED_PRECONDITION for a plan not built or on the staged path."]
     #[doc = "  \\note Safe concurrently with other readers of the same plan."]
-    pub fn swa_plan_decode_index(
-        plan: *const swa_plan_t,
-        offset_len: *mut i32,
-        index: *mut i32,
-    ) -> swa_status_t;
+    pub fn swa_plan_decode_index(plan: *const swa_plan_t, offset_len: *mut i32, index: *mut i32) -> swa_status_t;
 }
 #[doc = " \\brief A run of rows: `count` rows from `src_row` (or zeros when -1) to `dst_row`."]
 #[repr(C)]
@@ -2308,16 +1781,8 @@ pub struct swa_segment {
 }
 #[test]
 fn bindgen_test_layout_swa_segment() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_segment>(),
-        12usize,
-        concat!("Size of: ", stringify!(swa_segment))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_segment>(),
-        4usize,
-        concat!("Alignment of ", stringify!(swa_segment))
-    );
+    assert_eq!(::core::mem::size_of::<swa_segment>(), 12usize, concat!("Size of: ", stringify!(swa_segment)));
+    assert_eq!(::core::mem::align_of::<swa_segment>(), 4usize, concat!("Alignment of ", stringify!(swa_segment)));
     fn test_field_dst_row() {
         assert_eq!(
             unsafe {
@@ -2326,12 +1791,7 @@ fn bindgen_test_layout_swa_segment() {
                 ::core::ptr::addr_of!((*ptr).dst_row) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_segment),
-                "::",
-                stringify!(dst_row)
-            )
+            concat!("Offset of field: ", stringify!(swa_segment), "::", stringify!(dst_row))
         );
     }
     test_field_dst_row();
@@ -2343,12 +1803,7 @@ fn bindgen_test_layout_swa_segment() {
                 ::core::ptr::addr_of!((*ptr).src_row) as usize - ptr as usize
             },
             4usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_segment),
-                "::",
-                stringify!(src_row)
-            )
+            concat!("Offset of field: ", stringify!(swa_segment), "::", stringify!(src_row))
         );
     }
     test_field_src_row();
@@ -2360,12 +1815,7 @@ fn bindgen_test_layout_swa_segment() {
                 ::core::ptr::addr_of!((*ptr).count) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_segment),
-                "::",
-                stringify!(count)
-            )
+            concat!("Offset of field: ", stringify!(swa_segment), "::", stringify!(count))
         );
     }
     test_field_count();
@@ -2485,16 +1935,8 @@ pub struct swa_step_args {
 }
 #[test]
 fn bindgen_test_layout_swa_step_args() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_step_args>(),
-        96usize,
-        concat!("Size of: ", stringify!(swa_step_args))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_step_args>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_step_args))
-    );
+    assert_eq!(::core::mem::size_of::<swa_step_args>(), 96usize, concat!("Size of: ", stringify!(swa_step_args)));
+    assert_eq!(::core::mem::align_of::<swa_step_args>(), 8usize, concat!("Alignment of ", stringify!(swa_step_args)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -2503,12 +1945,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -2520,12 +1957,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).layer) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(layer)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(layer))
         );
     }
     test_field_layer();
@@ -2537,12 +1969,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).q) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(q)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(q))
         );
     }
     test_field_q();
@@ -2554,12 +1981,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).q_dtype) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(q_dtype)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(q_dtype))
         );
     }
     test_field_q_dtype();
@@ -2571,12 +1993,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).k_new) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(k_new)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(k_new))
         );
     }
     test_field_k_new();
@@ -2588,12 +2005,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).v_new) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(v_new)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(v_new))
         );
     }
     test_field_v_new();
@@ -2605,12 +2017,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).kv_dtype) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(kv_dtype)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(kv_dtype))
         );
     }
     test_field_kv_dtype();
@@ -2622,12 +2029,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).out) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(out)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(out))
         );
     }
     test_field_out();
@@ -2639,12 +2041,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).out_dtype) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(out_dtype)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(out_dtype))
         );
     }
     test_field_out_dtype();
@@ -2656,12 +2053,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).sinks) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(sinks)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(sinks))
         );
     }
     test_field_sinks();
@@ -2673,12 +2065,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).softmax_scale) as usize - ptr as usize
             },
             80usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(softmax_scale)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(softmax_scale))
         );
     }
     test_field_softmax_scale();
@@ -2690,12 +2077,7 @@ fn bindgen_test_layout_swa_step_args() {
                 ::core::ptr::addr_of!((*ptr).stream) as usize - ptr as usize
             },
             88usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_step_args),
-                "::",
-                stringify!(stream)
-            )
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(stream))
         );
     }
     test_field_stream();
@@ -2744,11 +2126,7 @@ extern "C" {
     #[doc = "  \\note Not thread-safe with other calls that use the same cache's slots or plan;"]
     #[doc = "  the CPU backend parallelises internally over config.num_threads threads."]
     #[doc = "  Nothing in the cache changes when validation fails."]
-    pub fn swa_step(
-        cache: *mut swa_cache_t,
-        plan: *mut swa_plan_t,
-        args: *const swa_step_args_t,
-    ) -> swa_status_t;
+    pub fn swa_step(cache: *mut swa_cache_t, plan: *mut swa_plan_t, args: *const swa_step_args_t) -> swa_status_t;
 }
 #[doc = " \\brief Counters of a cache since creation."]
 #[repr(C)]
@@ -2771,11 +2149,7 @@ pub struct swa_cache_stats {
 }
 #[test]
 fn bindgen_test_layout_swa_cache_stats() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_cache_stats>(),
-        48usize,
-        concat!("Size of: ", stringify!(swa_cache_stats))
-    );
+    assert_eq!(::core::mem::size_of::<swa_cache_stats>(), 48usize, concat!("Size of: ", stringify!(swa_cache_stats)));
     assert_eq!(
         ::core::mem::align_of::<swa_cache_stats>(),
         8usize,
@@ -2789,12 +2163,7 @@ fn bindgen_test_layout_swa_cache_stats() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_cache_stats),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_cache_stats), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -2806,12 +2175,7 @@ fn bindgen_test_layout_swa_cache_stats() {
                 ::core::ptr::addr_of!((*ptr).steps) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_cache_stats),
-                "::",
-                stringify!(steps)
-            )
+            concat!("Offset of field: ", stringify!(swa_cache_stats), "::", stringify!(steps))
         );
     }
     test_field_steps();
@@ -2823,12 +2187,7 @@ fn bindgen_test_layout_swa_cache_stats() {
                 ::core::ptr::addr_of!((*ptr).tokens) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_cache_stats),
-                "::",
-                stringify!(tokens)
-            )
+            concat!("Offset of field: ", stringify!(swa_cache_stats), "::", stringify!(tokens))
         );
     }
     test_field_tokens();
@@ -2840,12 +2199,7 @@ fn bindgen_test_layout_swa_cache_stats() {
                 ::core::ptr::addr_of!((*ptr).nonfinite_blocks) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_cache_stats),
-                "::",
-                stringify!(nonfinite_blocks)
-            )
+            concat!("Offset of field: ", stringify!(swa_cache_stats), "::", stringify!(nonfinite_blocks))
         );
     }
     test_field_nonfinite_blocks();
@@ -2857,12 +2211,7 @@ fn bindgen_test_layout_swa_cache_stats() {
                 ::core::ptr::addr_of!((*ptr).slots_in_use) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_cache_stats),
-                "::",
-                stringify!(slots_in_use)
-            )
+            concat!("Offset of field: ", stringify!(swa_cache_stats), "::", stringify!(slots_in_use))
         );
     }
     test_field_slots_in_use();
@@ -2874,12 +2223,7 @@ fn bindgen_test_layout_swa_cache_stats() {
                 ::core::ptr::addr_of!((*ptr).max_slots) as usize - ptr as usize
             },
             36usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_cache_stats),
-                "::",
-                stringify!(max_slots)
-            )
+            concat!("Offset of field: ", stringify!(swa_cache_stats), "::", stringify!(max_slots))
         );
     }
     test_field_max_slots();
@@ -2891,12 +2235,7 @@ fn bindgen_test_layout_swa_cache_stats() {
                 ::core::ptr::addr_of!((*ptr).pool_bytes) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_cache_stats),
-                "::",
-                stringify!(pool_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_cache_stats), "::", stringify!(pool_bytes))
         );
     }
     test_field_pool_bytes();
@@ -3058,16 +2397,8 @@ pub struct swa_iov {
 }
 #[test]
 fn bindgen_test_layout_swa_iov() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_iov>(),
-        16usize,
-        concat!("Size of: ", stringify!(swa_iov))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_iov>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_iov))
-    );
+    assert_eq!(::core::mem::size_of::<swa_iov>(), 16usize, concat!("Size of: ", stringify!(swa_iov)));
+    assert_eq!(::core::mem::align_of::<swa_iov>(), 8usize, concat!("Alignment of ", stringify!(swa_iov)));
     fn test_field_data() {
         assert_eq!(
             unsafe {
@@ -3076,12 +2407,7 @@ fn bindgen_test_layout_swa_iov() {
                 ::core::ptr::addr_of!((*ptr).data) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_iov),
-                "::",
-                stringify!(data)
-            )
+            concat!("Offset of field: ", stringify!(swa_iov), "::", stringify!(data))
         );
     }
     test_field_data();
@@ -3093,12 +2419,7 @@ fn bindgen_test_layout_swa_iov() {
                 ::core::ptr::addr_of!((*ptr).size) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_iov),
-                "::",
-                stringify!(size)
-            )
+            concat!("Offset of field: ", stringify!(swa_iov), "::", stringify!(size))
         );
     }
     test_field_size();
@@ -3200,16 +2521,8 @@ pub struct swa_kv_store {
 }
 #[test]
 fn bindgen_test_layout_swa_kv_store() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_kv_store>(),
-        56usize,
-        concat!("Size of: ", stringify!(swa_kv_store))
-    );
-    assert_eq!(
-        ::core::mem::align_of::<swa_kv_store>(),
-        8usize,
-        concat!("Alignment of ", stringify!(swa_kv_store))
-    );
+    assert_eq!(::core::mem::size_of::<swa_kv_store>(), 56usize, concat!("Size of: ", stringify!(swa_kv_store)));
+    assert_eq!(::core::mem::align_of::<swa_kv_store>(), 8usize, concat!("Alignment of ", stringify!(swa_kv_store)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -3218,12 +2531,7 @@ fn bindgen_test_layout_swa_kv_store() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_kv_store),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_kv_store), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -3235,12 +2543,7 @@ fn bindgen_test_layout_swa_kv_store() {
                 ::core::ptr::addr_of!((*ptr).user_data) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_kv_store),
-                "::",
-                stringify!(user_data)
-            )
+            concat!("Offset of field: ", stringify!(swa_kv_store), "::", stringify!(user_data))
         );
     }
     test_field_user_data();
@@ -3252,12 +2555,7 @@ fn bindgen_test_layout_swa_kv_store() {
                 ::core::ptr::addr_of!((*ptr).put) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_kv_store),
-                "::",
-                stringify!(put)
-            )
+            concat!("Offset of field: ", stringify!(swa_kv_store), "::", stringify!(put))
         );
     }
     test_field_put();
@@ -3269,12 +2567,7 @@ fn bindgen_test_layout_swa_kv_store() {
                 ::core::ptr::addr_of!((*ptr).get) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_kv_store),
-                "::",
-                stringify!(get)
-            )
+            concat!("Offset of field: ", stringify!(swa_kv_store), "::", stringify!(get))
         );
     }
     test_field_get();
@@ -3286,12 +2579,7 @@ fn bindgen_test_layout_swa_kv_store() {
                 ::core::ptr::addr_of!((*ptr).exists) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_kv_store),
-                "::",
-                stringify!(exists)
-            )
+            concat!("Offset of field: ", stringify!(swa_kv_store), "::", stringify!(exists))
         );
     }
     test_field_exists();
@@ -3303,12 +2591,7 @@ fn bindgen_test_layout_swa_kv_store() {
                 ::core::ptr::addr_of!((*ptr).remove) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_kv_store),
-                "::",
-                stringify!(remove)
-            )
+            concat!("Offset of field: ", stringify!(swa_kv_store), "::", stringify!(remove))
         );
     }
     test_field_remove();
@@ -3320,12 +2603,7 @@ fn bindgen_test_layout_swa_kv_store() {
                 ::core::ptr::addr_of!((*ptr).release) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_kv_store),
-                "::",
-                stringify!(release)
-            )
+            concat!("Offset of field: ", stringify!(swa_kv_store), "::", stringify!(release))
         );
     }
     test_field_release();
@@ -3379,10 +2657,7 @@ extern "C" {
     #[doc = "  with neither put nor get."]
     #[doc = "  \\note Thread-safe. A save or restore already running keeps the store it"]
     #[doc = "  started with; the replaced store is released when the last of them ends."]
-    pub fn swa_cache_set_store(
-        cache: *mut swa_cache_t,
-        store: *const swa_kv_store_t,
-    ) -> swa_status_t;
+    pub fn swa_cache_set_store(cache: *mut swa_cache_t, store: *const swa_kv_store_t) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Persist the stored region of a slot (\\ref sem_store_blob) under `key`:"]
@@ -3409,12 +2684,7 @@ extern "C" {
     #[doc = "  with SWA_FAILED_PRECONDITION (\"slot N is being saved/restored\"); other slots"]
     #[doc = "  are unaffected, and several saves of one slot may run at once. No step may"]
     #[doc = "  write the slot during the call."]
-    pub fn swa_slot_save(
-        cache: *mut swa_cache_t,
-        slot: u32,
-        key: *const u8,
-        key_len: usize,
-    ) -> swa_status_t;
+    pub fn swa_slot_save(cache: *mut swa_cache_t, slot: u32, key: *const u8, key_len: usize) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Restore a slot from the blob saved under `key`. The blob is read into"]
@@ -3442,12 +2712,7 @@ extern "C" {
     #[doc = "  it is busy, as described at swa_slot_save() (calls naming it fail with"]
     #[doc = "  SWA_FAILED_PRECONDITION, other slots are unaffected). No step may use the"]
     #[doc = "  slot during the call."]
-    pub fn swa_slot_restore(
-        cache: *mut swa_cache_t,
-        slot: u32,
-        key: *const u8,
-        key_len: usize,
-    ) -> swa_status_t;
+    pub fn swa_slot_restore(cache: *mut swa_cache_t, slot: u32, key: *const u8, key_len: usize) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Ask the attached store whether a blob is stored under `key`."]
@@ -3475,11 +2740,7 @@ extern "C" {
     #[doc = "  \\retval SWA_OK; SWA_NOT_FOUND; SWA_FAILED_PRECONDITION without a store;"]
     #[doc = "  SWA_UNIMPLEMENTED when the store has no remove; SWA_INVALID_ARGUMENT."]
     #[doc = "  \\note Thread-safe."]
-    pub fn swa_cache_store_remove(
-        cache: *mut swa_cache_t,
-        key: *const u8,
-        key_len: usize,
-    ) -> swa_status_t;
+    pub fn swa_cache_store_remove(cache: *mut swa_cache_t, key: *const u8, key_len: usize) -> swa_status_t;
 }
 #[doc = " \\brief Configuration of the built-in in-process memory store."]
 #[repr(C)]
@@ -3511,12 +2772,7 @@ fn bindgen_test_layout_swa_store_memory_config() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_config),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_config), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -3528,12 +2784,7 @@ fn bindgen_test_layout_swa_store_memory_config() {
                 ::core::ptr::addr_of!((*ptr).budget_bytes) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_config),
-                "::",
-                stringify!(budget_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_config), "::", stringify!(budget_bytes))
         );
     }
     test_field_budget_bytes();
@@ -3591,12 +2842,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -3608,12 +2854,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).budget_bytes) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(budget_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(budget_bytes))
         );
     }
     test_field_budget_bytes();
@@ -3625,12 +2866,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).bytes) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(bytes))
         );
     }
     test_field_bytes();
@@ -3642,12 +2878,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).entries) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(entries)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(entries))
         );
     }
     test_field_entries();
@@ -3659,12 +2890,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).puts) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(puts)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(puts))
         );
     }
     test_field_puts();
@@ -3676,12 +2902,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).rejected_puts) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(rejected_puts)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(rejected_puts))
         );
     }
     test_field_rejected_puts();
@@ -3693,12 +2914,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).hits) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(hits)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(hits))
         );
     }
     test_field_hits();
@@ -3710,12 +2926,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).misses) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(misses)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(misses))
         );
     }
     test_field_misses();
@@ -3727,12 +2938,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).evictions) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(evictions)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(evictions))
         );
     }
     test_field_evictions();
@@ -3744,12 +2950,7 @@ fn bindgen_test_layout_swa_store_memory_stats() {
                 ::core::ptr::addr_of!((*ptr).evicted_bytes) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_memory_stats),
-                "::",
-                stringify!(evicted_bytes)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_memory_stats), "::", stringify!(evicted_bytes))
         );
     }
     test_field_evicted_bytes();
@@ -3766,10 +2967,7 @@ extern "C" {
     #[doc = "  drop it unused, call out->release(out->user_data)."]
     #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or a zero budget."]
     #[doc = "  \\note Thread-safe."]
-    pub fn swa_store_memory_create(
-        config: *const swa_store_memory_config_t,
-        out: *mut swa_kv_store_t,
-    ) -> swa_status_t;
+    pub fn swa_store_memory_create(config: *const swa_store_memory_config_t, out: *mut swa_kv_store_t) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Read the statistics of a memory store."]
@@ -3779,10 +2977,7 @@ extern "C" {
     #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size, or a table"]
     #[doc = "  that is not a memory store."]
     #[doc = "  \\note Thread-safe."]
-    pub fn swa_store_memory_stats(
-        store: *const swa_kv_store_t,
-        out: *mut swa_store_memory_stats_t,
-    ) -> swa_status_t;
+    pub fn swa_store_memory_stats(store: *const swa_kv_store_t, out: *mut swa_store_memory_stats_t) -> swa_status_t;
 }
 #[doc = " \\brief Configuration of the built-in directory store."]
 #[repr(C)]
@@ -3818,12 +3013,7 @@ fn bindgen_test_layout_swa_store_directory_config() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_directory_config),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_directory_config), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -3835,12 +3025,7 @@ fn bindgen_test_layout_swa_store_directory_config() {
                 ::core::ptr::addr_of!((*ptr).path) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_directory_config),
-                "::",
-                stringify!(path)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_directory_config), "::", stringify!(path))
         );
     }
     test_field_path();
@@ -3852,12 +3037,7 @@ fn bindgen_test_layout_swa_store_directory_config() {
                 ::core::ptr::addr_of!((*ptr).create) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_directory_config),
-                "::",
-                stringify!(create)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_directory_config), "::", stringify!(create))
         );
     }
     test_field_create();
@@ -3869,12 +3049,7 @@ fn bindgen_test_layout_swa_store_directory_config() {
                 ::core::ptr::addr_of!((*ptr).sync) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_directory_config),
-                "::",
-                stringify!(sync)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_directory_config), "::", stringify!(sync))
         );
     }
     test_field_sync();
@@ -3949,12 +3124,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -3966,12 +3136,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).host) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(host)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(host))
         );
     }
     test_field_host();
@@ -3983,12 +3148,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).port) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(port)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(port))
         );
     }
     test_field_port();
@@ -4000,12 +3160,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).db) as usize - ptr as usize
             },
             20usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(db)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(db))
         );
     }
     test_field_db();
@@ -4017,12 +3172,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).password) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(password)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(password))
         );
     }
     test_field_password();
@@ -4034,12 +3184,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).ttl_seconds) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(ttl_seconds)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(ttl_seconds))
         );
     }
     test_field_ttl_seconds();
@@ -4051,12 +3196,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).timeout_ms) as usize - ptr as usize
             },
             36usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(timeout_ms)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(timeout_ms))
         );
     }
     test_field_timeout_ms();
@@ -4068,12 +3208,7 @@ fn bindgen_test_layout_swa_store_redis_config() {
                 ::core::ptr::addr_of!((*ptr).max_connections) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_store_redis_config),
-                "::",
-                stringify!(max_connections)
-            )
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(max_connections))
         );
     }
     test_field_max_connections();
@@ -4100,10 +3235,7 @@ extern "C" {
     #[doc = "  SWA_UNAVAILABLE when the server cannot be reached; SWA_UNAUTHENTICATED when"]
     #[doc = "  AUTH fails; SWA_UNIMPLEMENTED in a build without hiredis."]
     #[doc = "  \\note Thread-safe."]
-    pub fn swa_store_redis_create(
-        config: *const swa_store_redis_config_t,
-        out: *mut swa_kv_store_t,
-    ) -> swa_status_t;
+    pub fn swa_store_redis_create(config: *const swa_store_redis_config_t, out: *mut swa_kv_store_t) -> swa_status_t;
 }
 #[doc = "< weight[q_dim + kv_dim, hidden_dim] row-major (torch.nn.Linear.weight)."]
 pub const SWA_WEIGHT_OUT_IN: swa_weight_layout = 0;
@@ -4153,11 +3285,7 @@ pub struct swa_project_args {
 }
 #[test]
 fn bindgen_test_layout_swa_project_args() {
-    assert_eq!(
-        ::core::mem::size_of::<swa_project_args>(),
-        72usize,
-        concat!("Size of: ", stringify!(swa_project_args))
-    );
+    assert_eq!(::core::mem::size_of::<swa_project_args>(), 72usize, concat!("Size of: ", stringify!(swa_project_args)));
     assert_eq!(
         ::core::mem::align_of::<swa_project_args>(),
         8usize,
@@ -4171,12 +3299,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -4188,12 +3311,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).hidden) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(hidden)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(hidden))
         );
     }
     test_field_hidden();
@@ -4205,12 +3323,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).weight) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(weight)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(weight))
         );
     }
     test_field_weight();
@@ -4222,12 +3335,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).weight_layout) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(weight_layout)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(weight_layout))
         );
     }
     test_field_weight_layout();
@@ -4239,12 +3347,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).out) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(out)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(out))
         );
     }
     test_field_out();
@@ -4256,12 +3359,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).out_dtype) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(out_dtype)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(out_dtype))
         );
     }
     test_field_out_dtype();
@@ -4273,12 +3371,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).n_tokens) as usize - ptr as usize
             },
             44usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(n_tokens)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(n_tokens))
         );
     }
     test_field_n_tokens();
@@ -4290,12 +3383,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).hidden_dim) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(hidden_dim)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(hidden_dim))
         );
     }
     test_field_hidden_dim();
@@ -4307,12 +3395,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).q_dim) as usize - ptr as usize
             },
             52usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(q_dim)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(q_dim))
         );
     }
     test_field_q_dim();
@@ -4324,12 +3407,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).kv_dim) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(kv_dim)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(kv_dim))
         );
     }
     test_field_kv_dim();
@@ -4341,12 +3419,7 @@ fn bindgen_test_layout_swa_project_args() {
                 ::core::ptr::addr_of!((*ptr).stream) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(swa_project_args),
-                "::",
-                stringify!(stream)
-            )
+            concat!("Offset of field: ", stringify!(swa_project_args), "::", stringify!(stream))
         );
     }
     test_field_stream();
