@@ -137,7 +137,8 @@ fn plans_build_cancel_and_exports() {
     assert_eq!(plan.n_tokens(), None);
 
     // Staged prefill plan: more than R - W + 1 new tokens.
-    let mut staged = cache.plan_with_options(&PlanOptions { index_pad: IndexPad::LastRow, materialize_index: false }).unwrap();
+    let mut staged =
+        cache.plan_with_options(&PlanOptions { index_pad: IndexPad::LastRow, materialize_index: false }).unwrap();
     staged.build(&[Seq::new(s0, 12, 12)]).unwrap();
     let info = staged.info().unwrap();
     assert_eq!((info.path, info.history_rows, info.staging_rows), (PlanPath::Staged, W as i32, W as i32 + 12));
@@ -270,7 +271,10 @@ fn codec() {
     let mut back = vec![Bf16(0); 64];
     codec::decode(Format::Bf16, &bf, 64, Output::Bf16(&mut back)).unwrap();
     assert_eq!(back, xb);
-    assert_eq!(code(codec::encode(Format::Mxfp8, ScaleMode::Ceil, Input::F32(&x), 32, &mut enc[..65])), Code::InvalidArgument);
+    assert_eq!(
+        code(codec::encode(Format::Mxfp8, ScaleMode::Ceil, Input::F32(&x), 32, &mut enc[..65])),
+        Code::InvalidArgument
+    );
     assert_eq!(code(codec::decode(Format::Mxfp8, &enc[..65], 32, Output::F32(&mut y))), Code::InvalidArgument);
     assert_eq!(code(codec::mxfp8_encode(&x[..63], 32, ScaleMode::Ceil, &mut enc)), Code::InvalidArgument);
     assert_eq!(code(codec::mxfp8_decode(&enc, 0, &mut y)), Code::InvalidArgument);
@@ -289,12 +293,32 @@ fn project() {
     cache.project(&hidden, &weight, WeightLayout::OutIn, dims, Output::F32(&mut out)).unwrap();
     assert_eq!(out, vec![1.0, 2.0, 10.0, 0.5, 0.5, 2.0]);
     let mut out_b = vec![Bf16(0); 6];
-    cache.project(&hidden, &weight, WeightLayout::InOut, ProjectDims { hidden_dim: 4, q_dim: 3, kv_dim: 0 }, Output::Bf16(&mut out_b)).unwrap();
-    assert_eq!(code(cache.project(&hidden[..7], &weight, WeightLayout::OutIn, dims, Output::F32(&mut out))), Code::InvalidArgument);
-    assert_eq!(code(cache.project(&hidden, &weight[..11], WeightLayout::OutIn, dims, Output::F32(&mut out))), Code::InvalidArgument);
-    assert_eq!(code(cache.project(&hidden, &weight, WeightLayout::OutIn, dims, Output::F32(&mut out[..5]))), Code::InvalidArgument);
+    cache
+        .project(
+            &hidden,
+            &weight,
+            WeightLayout::InOut,
+            ProjectDims { hidden_dim: 4, q_dim: 3, kv_dim: 0 },
+            Output::Bf16(&mut out_b),
+        )
+        .unwrap();
+    assert_eq!(
+        code(cache.project(&hidden[..7], &weight, WeightLayout::OutIn, dims, Output::F32(&mut out))),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(cache.project(&hidden, &weight[..11], WeightLayout::OutIn, dims, Output::F32(&mut out))),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(cache.project(&hidden, &weight, WeightLayout::OutIn, dims, Output::F32(&mut out[..5]))),
+        Code::InvalidArgument
+    );
     let zero = ProjectDims { hidden_dim: 4, q_dim: 0, kv_dim: 0 };
-    assert_eq!(code(cache.project(&hidden, &[], WeightLayout::OutIn, zero, Output::F32(&mut []))), Code::InvalidArgument);
+    assert_eq!(
+        code(cache.project(&hidden, &[], WeightLayout::OutIn, zero, Output::F32(&mut []))),
+        Code::InvalidArgument
+    );
 }
 
 #[test]

@@ -29,9 +29,8 @@ fn reference(
     for h in 0..hq {
         let g = h / (hq / hkv);
         let qh = &q[h * d..(h + 1) * d];
-        let z: Vec<f64> = (lo..=pos)
-            .map(|j| scale * (0..d).map(|x| qh[x] as f64 * keys[j][g * d + x] as f64).sum::<f64>())
-            .collect();
+        let z: Vec<f64> =
+            (lo..=pos).map(|j| scale * (0..d).map(|x| qh[x] as f64 * keys[j][g * d + x] as f64).sum::<f64>()).collect();
         let mut m = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         if let Some(s) = sinks {
             m = m.max(s[h] as f64);
@@ -77,10 +76,8 @@ fn decode_loop_matches_dense_reference() {
         ([1, 1, 1], [0, 0, 0]),
     ];
     for (step_no, (new, rejected)) in schedule.iter().enumerate() {
-        let seqs: Vec<Seq> = (0..3)
-            .filter(|&i| new[i] > 0)
-            .map(|i| Seq::new(slots[i], new[i], lens[i] + new[i]))
-            .collect();
+        let seqs: Vec<Seq> =
+            (0..3).filter(|&i| new[i] > 0).map(|i| Seq::new(slots[i], new[i], lens[i] + new[i])).collect();
         plan.build(&seqs).unwrap();
         let t: usize = seqs.iter().map(|s| s.seqlen_q as usize).sum();
         for (l, layer) in layers.iter().enumerate() {

@@ -198,7 +198,8 @@ fn truncated_and_unfilled_blobs_leave_the_slot_alone() {
 #[test]
 fn store_boxes_are_released_exactly_once() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let store = || Store::new(MapStore { map: Default::default(), puts: Default::default(), drops: Some(drops.clone()) });
+    let store =
+        || Store::new(MapStore { map: Default::default(), puts: Default::default(), drops: Some(drops.clone()) });
     drop(store()); // never attached: dropped by Store
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     let cache = cache();

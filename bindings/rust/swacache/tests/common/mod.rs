@@ -27,8 +27,16 @@ pub const D: u32 = 32;
 
 /// Layer 0: shared K/V (MQA), 4 query heads, sinks. Layer 1: separate K/V, GQA 4/2.
 pub fn config() -> Config {
-    let mut c = Config { window: W, draft_tokens: N, max_slots: 8, backend: Backend::Cpu, num_threads: 2, ..Config::default() };
-    c.layers.push(LayerDesc { q_heads: 4, kv_heads: 1, head_dim: D, kv_format: Format::Fp32, has_sinks: true, ..LayerDesc::default() });
+    let mut c =
+        Config { window: W, draft_tokens: N, max_slots: 8, backend: Backend::Cpu, num_threads: 2, ..Config::default() };
+    c.layers.push(LayerDesc {
+        q_heads: 4,
+        kv_heads: 1,
+        head_dim: D,
+        kv_format: Format::Fp32,
+        has_sinks: true,
+        ..LayerDesc::default()
+    });
     c.layers.push(LayerDesc {
         q_heads: 4,
         kv_heads: 2,
