@@ -251,7 +251,7 @@ impl<'c> Plan<'c> {
     /// `offset_len` is [T, 2], `index` is [T, W]; either may be `None`.
     pub fn decode_index(&self, offset_len: Option<&mut [i32]>, index: Option<&mut [i32]>) -> Result<()> {
         let t = self.tokens_or_precondition()?;
-        let w = self.cache.layout_window();
+        let w = self.cache.layout()?.window as usize;
         let ol = out_ptr(offset_len, t * 2, "offset_len")?;
         let ix = out_ptr(index, t * w, "index")?;
         // SAFETY: the buffers hold at least the entries the library writes.
@@ -326,12 +326,6 @@ fn out_ptr(buf: Option<&mut [i32]>, need: usize, name: &str) -> Result<*mut i32>
         None => Ok(ptr::null_mut()),
         Some(b) if b.len() < need => Err(invalid(format!("{name} holds {} entries, the plan writes {need}", b.len()))),
         Some(b) => Ok(b.as_mut_ptr()),
-    }
-}
-
-impl Cache {
-    fn layout_window(&self) -> usize {
-        self.layout().map(|l| l.window as usize).unwrap_or(0)
     }
 }
 

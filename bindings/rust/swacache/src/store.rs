@@ -76,15 +76,24 @@ impl GetSink<'_> {
         if total as u64 != self.expected {
             return;
         }
-        let mut bytes = parts.iter().flat_map(|p| p.iter().copied());
+        // Copy run by run: the parts and the library's buffers split the blob
+        // at different offsets.
+        let mut src = parts.iter().copied().filter(|p| !p.is_empty());
+        let mut cur: &[u8] = src.next().unwrap_or(&[]);
         for v in self.iov {
             if v.size == 0 {
                 continue;
             }
             // SAFETY: the library lends `size` writable bytes for the call.
-            let dst = unsafe { std::slice::from_raw_parts_mut(v.data as *mut u8, v.size) };
-            for (d, s) in dst.iter_mut().zip(&mut bytes) {
-                *d = s;
+            let mut dst = unsafe { std::slice::from_raw_parts_mut(v.data as *mut u8, v.size) };
+            while !dst.is_empty() {
+                if cur.is_empty() {
+                    cur = src.next().unwrap_or(&[]);
+                }
+                let n = cur.len().min(dst.len());
+                dst[..n].copy_from_slice(&cur[..n]);
+                dst = &mut dst[n..];
+                cur = &cur[n..];
             }
         }
     }

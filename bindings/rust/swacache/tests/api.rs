@@ -329,3 +329,49 @@ fn cache_is_send_and_sync() {
     fn send<T: Send>() {}
     send::<Store>();
 }
+
+#[test]
+fn raw_step_and_handles() {
+    let cache = cache();
+    let s = cache.alloc_slot().unwrap();
+    let mut plan = cache.plan().unwrap();
+    assert!(std::ptr::eq(plan.cache(), &cache));
+    assert!(!cache.as_ptr().is_null() && !plan.as_ptr().is_null());
+    plan.build(&[Seq::new(s, 1, 1)]).unwrap();
+    assert_eq!(plan.n_tokens(), Some(1));
+    let d = D as usize;
+    let (q, k, sinks) = (vec![0.3f32; 4 * d], vec![0.7f32; d], vec![0f32; 4]);
+    let mut out = vec![0f32; 4 * d];
+    let args = sys::swa_step_args_t {
+        struct_size: std::mem::size_of::<sys::swa_step_args_t>(),
+        layer: 0,
+        q: q.as_ptr().cast(),
+        q_dtype: Dtype::Fp32.raw(),
+        k_new: k.as_ptr().cast(),
+        v_new: std::ptr::null(),
+        kv_dtype: Dtype::Fp32.raw(),
+        out: out.as_mut_ptr().cast(),
+        out_dtype: Dtype::Fp32.raw(),
+        sinks: sinks.as_ptr(),
+        softmax_scale: 0.0,
+        stream: std::ptr::null_mut(),
+    };
+    let mut steps = cache.steps();
+    assert!(format!("{steps:?}").contains("StepGuard"));
+    // SAFETY: host buffers sized for T = 1 on layer 0.
+    unsafe { steps.step_raw(&mut plan, &args) }.unwrap();
+    // With a sink of logit 0 and one key: o = e^z k / (e^z + 1).
+    let z = 0.3f64 * 0.7 * d as f64 / (d as f64).sqrt();
+    let want = (z.exp() * 0.7 / (z.exp() + 1.0)) as f32;
+    assert!((out[0] - want).abs() < 1e-5, "{} vs {want}", out[0]);
+    let mut bad = args;
+    bad.struct_size = 3;
+    assert_eq!(unsafe { steps.step_raw(&mut plan, &bad) }.unwrap_err().code, Code::InvalidArgument);
+    let other = common::cache();
+    let mut foreign = other.plan().unwrap();
+    assert_eq!(unsafe { steps.step_raw(&mut foreign, &args) }.unwrap_err().code, Code::FailedPrecondition);
+    assert_eq!(Dtype::from_raw(99), None);
+    assert_eq!(Format::from_raw(Format::Bf16.raw()), Some(Format::Bf16));
+    assert_eq!(LayerRole::from_raw(1), Some(LayerRole::Dropped));
+    assert_eq!(ScaleMode::from_raw(1), Some(ScaleMode::Floor));
+}
