@@ -1,0 +1,67 @@
+//! Safe Rust API of libswacache: sliding-window-attention KV caches for
+//! inference engines, over the C ABI of `include/swacache.h` (raw declarations
+//! in the `swacache-sys` crate).
+//!
+//! - [`Cache`] owns a cache and is `Send + Sync`; the header's thread-safe calls
+//!   take `&Cache`. Steps, which are not thread-safe, run through the
+//!   [`StepGuard`] of [`Cache::steps`].
+//! - [`Plan`] borrows its cache; build it once per step, then run every layer.
+//! - Every fallible call returns [`Result`]; [`Error`] carries the library's
+//!   pinned [`Code`] and message.
+//! - Stores: implement [`KvStore`] or use the built-in [`Store::memory`],
+//!   [`Store::directory`], [`Store::redis`].
+//!
+//! ```
+//! use swacache::{Cache, Config, Format, LayerDesc, Seq, StepArgs};
+//! let mut config = Config { window: 4, max_slots: 2, ..Config::default() };
+//! config.layers.push(LayerDesc { q_heads: 2, kv_heads: 1, head_dim: 32,
+//!     kv_format: Format::Fp32, ..LayerDesc::default() });
+//! let cache = Cache::new(&config)?;
+//! let slot = cache.alloc_slot()?;
+//! let mut plan = cache.plan()?;
+//! plan.build(&[Seq::new(slot, 3, 3)])?; // prefill 3 tokens
+//! let (q, k) = (vec![0.5f32; 3 * 2 * 32], vec![0.25f32; 3 * 32]);
+//! let mut out = vec![0f32; 3 * 2 * 32];
+//! cache.steps().step(&mut plan, StepArgs::new(0, &q, &k, &mut out))?;
+//! assert!((out[0] - 0.25).abs() < 1e-6); // every key is the same vector
+//! # Ok::<(), swacache::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod cache;
+pub mod codec;
+mod config;
+mod error;
+mod plan;
+mod project;
+mod store;
+
+pub use cache::{Cache, SlotInfo};
+pub use config::{
+    Backend, CacheStats, Config, Dtype, Format, LayerDesc, LayerLayout, LayerRole, Layout, ScaleMode, TensorView,
+};
+pub use error::{Code, Error, Result};
+pub use plan::{
+    Bf16, IndexPad, Input, Output, Plan, PlanInfo, PlanOptions, PlanPath, Segment, Seq, StepArgs, StepGuard,
+};
+pub use project::{ProjectDims, WeightLayout};
+pub use store::{Blob, GetSink, KvStore, MemoryStats, RedisConfig, Store};
+pub use swacache_sys as sys;
+
+/// Most bytes of an engine key (`SWA_STORE_MAX_KEY_BYTES`).
+pub const MAX_KEY_BYTES: usize = sys::SWA_STORE_MAX_KEY_BYTES as usize;
+
+/// Version of the header the binding was generated from (`SWA_VERSION_NUMBER`).
+pub const HEADER_VERSION: u32 = sys::SWA_VERSION_NUMBER;
+
+/// Version of the linked library, `major * 10000 + minor * 100 + patch`.
+pub fn version_number() -> u32 {
+    // SAFETY: no arguments.
+    unsafe { sys::swa_version_number() }
+}
+
+/// Version of the linked library as "major.minor.patch".
+pub fn version_string() -> &'static str {
+    // SAFETY: a static NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(sys::swa_version_string()) }.to_str().unwrap_or("")
+}
