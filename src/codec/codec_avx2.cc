@@ -60,24 +60,35 @@ SWA_AVX2_INLINE void DecodeToF32(__m256i codes, uint8_t scale, __m256 out[4]) {
   out[3] = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1)), factor);
 }
 
-uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
+// The block loop of an MXFP8 decode: rare blocks (NaN codes, scales past the
+// fast path's range) through `rare`, every other block through `fast`, which
+// gets the block's four FP32 vectors (elements 0-7, 16-23, 8-15, 24-31).
+template <typename Out, typename Rare, typename Fast>
+SWA_AVX2_INLINE uint32_t DecodeBlocks(const uint8_t* src, uint32_t dim, Out* dst, Rare rare,
+                                      Fast fast) {
   uint32_t bad = 0;
   for (uint32_t b = 0; b < dim / kBlk; ++b) {
     const uint8_t scale = src[dim + b];
     const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk));
-    float* out = dst + b * kBlk;
+    Out* out = dst + b * kBlk;
     if (RareBlock(codes, scale)) {
-      bad += DecodeBlockScalarF32(src + b * kBlk, scale, out);
+      bad += rare(src + b * kBlk, scale, out);
       continue;
     }
     __m256 v[4];
-    DecodeToF32(codes, scale, v);
+    DecodeToF32(codes, scale, v);  // finite: no NaN handling needed
+    fast(v, out);
+  }
+  return bad;
+}
+
+uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
+  return DecodeBlocks(src, dim, dst, DecodeBlockScalarF32, [](const __m256 v[4], float* out) {
     _mm256_storeu_ps(out + 0, v[0]);
     _mm256_storeu_ps(out + 16, v[1]);
     _mm256_storeu_ps(out + 8, v[2]);
     _mm256_storeu_ps(out + 24, v[3]);
-  }
-  return bad;
+  });
 }
 
 // FP32 bits -> BF16 bits (round to nearest even) for finite or Inf lanes.
@@ -101,25 +112,14 @@ SWA_AVX2_INLINE __m256i Pack16(__m256i a, __m256i b) {
 }
 
 uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
-  uint32_t bad = 0;
-  for (uint32_t b = 0; b < dim / kBlk; ++b) {
-    const uint8_t scale = src[dim + b];
-    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk));
-    uint16_t* out = dst + b * kBlk;
-    if (RareBlock(codes, scale)) {
-      bad += DecodeBlockScalarBf16(src + b * kBlk, scale, out);
-      continue;
-    }
-    __m256 v[4];
-    DecodeToF32(codes, scale, v);  // finite: no NaN handling needed
+  return DecodeBlocks(src, dim, dst, DecodeBlockScalarBf16, [](const __m256 v[4], uint16_t* out) {
     const __m256i e0_7 = RoundToBf16(_mm256_castps_si256(v[0]));
     const __m256i e16_23 = RoundToBf16(_mm256_castps_si256(v[1]));
     const __m256i e8_15 = RoundToBf16(_mm256_castps_si256(v[2]));
     const __m256i e24_31 = RoundToBf16(_mm256_castps_si256(v[3]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Pack16(e0_7, e8_15));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), Pack16(e16_23, e24_31));
-  }
-  return bad;
+  });
 }
 
 // ---- Plain formats ---------------------------------------------------------
@@ -140,32 +140,33 @@ SWA_AVX2_INLINE int NonFinite16(__m256i a, __m256i b) {
   return !_mm256_testz_si256(any, any);
 }
 
-uint32_t F32ToF32(const float* src, uint32_t dim, float* dst) {
+// The block loop of an FP32 source: counts non-finite blocks and hands each
+// block's four vectors of raw bits to `store`.
+template <typename Out, typename Store>
+SWA_AVX2_INLINE uint32_t FromF32Blocks(const float* src, uint32_t dim, Out* dst, Store store) {
   uint32_t bad = 0;
   for (uint32_t b = 0; b < dim / kBlk; ++b) {
     __m256i x[4];
     for (int v = 0; v < 4; ++v)
       x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk + 8 * v));
     bad += NonFinite32(x);
-    for (int v = 0; v < 4; ++v)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * kBlk + 8 * v), x[v]);
+    store(x, dst + b * kBlk);
   }
   return bad;
 }
 
+uint32_t F32ToF32(const float* src, uint32_t dim, float* dst) {
+  return FromF32Blocks(src, dim, dst, [](const __m256i x[4], float* out) {
+    for (int v = 0; v < 4; ++v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * v), x[v]);
+  });
+}
+
 uint32_t F32ToBf16(const float* src, uint32_t dim, uint16_t* dst) {
-  uint32_t bad = 0;
-  for (uint32_t b = 0; b < dim / kBlk; ++b) {
-    __m256i x[4];
-    for (int v = 0; v < 4; ++v)
-      x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk + 8 * v));
-    bad += NonFinite32(x);
-    uint16_t* out = dst + b * kBlk;
+  return FromF32Blocks(src, dim, dst, [](const __m256i x[4], uint16_t* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Pack16(ToBf16Any(x[0]), ToBf16Any(x[1])));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16),
                         Pack16(ToBf16Any(x[2]), ToBf16Any(x[3])));
-  }
-  return bad;
+  });
 }
 
 uint32_t Bf16ToF32(const uint16_t* src, uint32_t dim, float* dst) {
