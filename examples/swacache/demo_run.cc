@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -35,16 +36,40 @@ struct Seq {
   bool restored = false;
 };
 
-}  // namespace
+// The cache, store, plan and FP64 reference of one demo run.
+struct Demo {
+  const DemoOptions& opt;
+  std::vector<swa_layer_desc_t> layers;
+  std::vector<std::vector<float>> sinks;  // per layer, empty without sinks
+  swa_cache_t* cache = nullptr;
+  swa_plan_t* plan = nullptr;
+  swa_kv_store_t store;
+  swa_layout_t lay;
+  std::mt19937_64 rng;
+  std::unique_ptr<swa_reference::ReferenceModel> model;
+  std::vector<Seq> seqs;
+  double worst = 0, lib_seconds = 0;
+  uint64_t tokens = 0, steps = 0, staged_steps = 0;
 
-int RunDemo(const DemoOptions& opt) {
-  Preset preset;
-  if (!MakePreset(opt.preset, std::max<uint32_t>(opt.sequences, 1), &preset)) {
-    std::fprintf(stderr, "swacache demo: unknown preset '%s'\n", opt.preset.c_str());
-    return 2;
+  explicit Demo(const DemoOptions& o) : opt(o), rng(o.seed) {}
+  ~Demo() {
+    swa_plan_destroy(plan);
+    swa_cache_destroy(cache);
   }
-  // A slice of the preset's layers: stored ones first, then dropped ones.
-  std::vector<swa_layer_desc_t> stored, dropped, layers;
+  double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+  int Pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
+  int Create(const Preset& preset);
+  int Step(const std::vector<swa_seq_t>& batch, const std::vector<int>& who);
+  int RunLayer(size_t l, const std::vector<swa_seq_t>& batch, const std::vector<int>& who, int T);
+  int Advance(const std::vector<swa_seq_t>& batch, const std::vector<int>& who);
+  int Summary(const Preset& preset);
+};
+
+// A slice of the preset's layers (stored ones first, then dropped ones), the
+// cache on the CPU backend with a memory store, a plan, and the reference.
+int Demo::Create(const Preset& preset) {
+  std::vector<swa_layer_desc_t> stored, dropped;
   for (const swa_layer_desc_t& l : preset.layers)
     (l.role == SWA_LAYER_STORED ? stored : dropped).push_back(l);
   for (uint32_t i = 0; layers.size() < opt.layers && i < preset.layers.size(); ++i) {
@@ -55,8 +80,6 @@ int RunDemo(const DemoOptions& opt) {
   config.num_layers = uint32_t(layers.size());
   config.layers = layers.data();
   config.max_slots = opt.sequences + 1;  // one spare for the restore
-
-  swa_cache_t* cache = nullptr;
   DEMO_CHECK(swa_cache_create(&config, &cache));
   swa_tensor_view_t view;
   view.struct_size = sizeof view;
@@ -66,141 +89,132 @@ int RunDemo(const DemoOptions& opt) {
     // takes device pointers and is exercised by tests/gpu instead.
     std::printf("note: a GPU is present; the demo runs on the CPU backend\n\n");
     swa_cache_destroy(cache);
+    cache = nullptr;
     config.backend = SWA_BACKEND_CPU;
     DEMO_CHECK(swa_cache_create(&config, &cache));
   }
   swa_store_memory_config_t mcfg;
   swa_store_memory_config_init(&mcfg);
-  swa_kv_store_t store;
   swa_kv_store_init(&store);
   DEMO_CHECK(swa_store_memory_create(&mcfg, &store));
   DEMO_CHECK(swa_cache_set_store(cache, &store));
-  swa_plan_t* plan = nullptr;
   DEMO_CHECK(swa_plan_create(cache, &plan));
-  swa_layout_t lay;
   lay.struct_size = sizeof lay;
   DEMO_CHECK(swa_cache_layout(cache, &lay));
 
-  std::mt19937_64 rng(opt.seed);
-  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-
   std::vector<swa_reference::ReferenceModel::Layer> ref_layers;
-  std::vector<std::vector<float>> sinks(layers.size());
+  sinks.resize(layers.size());
   for (size_t l = 0; l < layers.size(); ++l) {
     const swa_layer_desc_t& d = layers[l];
     if (d.has_sinks) {
       sinks[l].resize(d.q_heads);
-      for (float& s : sinks[l]) s = float(uniform(-1, 1));
+      for (float& x : sinks[l]) x = float(Uniform(-1, 1));
     }
     ref_layers.push_back({d.kv_format, int(d.q_heads), int(d.kv_heads), int(d.head_dim),
                           d.shared_kv != 0, sinks[l]});
   }
-  swa_reference::ReferenceModel model(int(lay.window), ref_layers);
-
-  std::vector<Seq> seqs(opt.sequences);
+  model = std::make_unique<swa_reference::ReferenceModel>(int(lay.window), ref_layers);
+  seqs.resize(opt.sequences);
   for (Seq& s : seqs) {
     DEMO_CHECK(swa_slot_alloc(cache, &s.slot));
-    s.prompt = pick(int(opt.max_prompt / 2), int(std::max<uint32_t>(opt.max_prompt, 1)));
+    s.prompt = Pick(int(opt.max_prompt / 2), int(std::max<uint32_t>(opt.max_prompt, 1)));
     s.decode_left = opt.decode_steps;
   }
+  return 0;
+}
 
-  const int n = int(lay.draft_tokens) + 1;
-  double worst = 0, lib_seconds = 0;
-  uint64_t tokens = 0, steps = 0, staged_steps = 0;
-  for (;;) {
-    std::vector<swa_seq_t> batch;
-    std::vector<int> who;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      Seq& s = seqs[i];
-      int32_t q = 0;
-      if (s.accepted < s.prompt) q = std::min<int32_t>(int32_t(opt.chunk), s.prompt - s.accepted);
-      else if (s.decode_left > 0) q = n;
-      if (q == 0) continue;
-      batch.push_back({s.slot, q, s.accepted + q, 0});
-      who.push_back(int(i));
+// One layer of the step: fresh random inputs, swa_step, and every output
+// checked against the dense reference (on two threads).
+int Demo::RunLayer(size_t l, const std::vector<swa_seq_t>& batch, const std::vector<int>& who,
+                   int T) {
+  const swa_layer_desc_t& d = layers[l];
+  const size_t qtok = size_t(d.q_heads) * d.head_dim, ktok = size_t(d.kv_heads) * d.head_dim;
+  std::vector<float> q(T * qtok), k(T * ktok), v(T * ktok), out(T * qtok, -1e30f);
+  for (float& x : q) x = float(Uniform(-1, 1));
+  for (float& x : k) x = float(Uniform(-2, 2));
+  for (float& x : v) x = float(Uniform(-2, 2));
+  swa_step_args_t a;
+  swa_step_args_init(&a);
+  a.layer = uint32_t(l);
+  a.q = q.data();
+  a.k_new = k.data();
+  a.v_new = d.shared_kv ? nullptr : v.data();
+  a.out = out.data();
+  a.sinks = d.has_sinks ? sinks[l].data() : nullptr;
+  const Clock::time_point t0 = Clock::now();
+  DEMO_CHECK(swa_step(cache, plan, &a));
+  lib_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+
+  std::vector<double> ref(T * qtok);
+  std::vector<std::pair<int, int>> jobs;  // (token index, sequence)
+  std::vector<int> pos(T);
+  int t = 0;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const int q_start = batch[b].seqlen_k - batch[b].seqlen_q;
+    model->Write(who[b], int(l), q_start, batch[b].seqlen_q, k.data() + t * ktok,
+                 v.data() + t * ktok);
+    for (int j = 0; j < batch[b].seqlen_q; ++j) {
+      jobs.push_back({t + j, who[b]});
+      pos[t + j] = q_start + j;
     }
-    if (batch.empty()) break;
-    int T = 0;
-    for (const swa_seq_t& b : batch) T += b.seqlen_q;
-    const Clock::time_point t_plan = Clock::now();
-    DEMO_CHECK(swa_plan_build(plan, batch.data(), uint32_t(batch.size())));
-    lib_seconds += std::chrono::duration<double>(Clock::now() - t_plan).count();
-    swa_plan_info_t info;
-    info.struct_size = sizeof info;
-    DEMO_CHECK(swa_plan_info(plan, &info));
-    staged_steps += info.path == SWA_PLAN_PATH_STAGED;
-
-    for (size_t l = 0; l < layers.size(); ++l) {
-      const swa_layer_desc_t& d = layers[l];
-      const size_t qtok = size_t(d.q_heads) * d.head_dim, ktok = size_t(d.kv_heads) * d.head_dim;
-      std::vector<float> q(T * qtok), k(T * ktok), v(T * ktok), out(T * qtok, -1e30f);
-      for (float& x : q) x = float(uniform(-1, 1));
-      for (float& x : k) x = float(uniform(-2, 2));
-      for (float& x : v) x = float(uniform(-2, 2));
-      swa_step_args_t a;
-      swa_step_args_init(&a);
-      a.layer = uint32_t(l);
-      a.q = q.data();
-      a.k_new = k.data();
-      a.v_new = d.shared_kv ? nullptr : v.data();
-      a.out = out.data();
-      a.sinks = d.has_sinks ? sinks[l].data() : nullptr;
-      const Clock::time_point t0 = Clock::now();
-      DEMO_CHECK(swa_step(cache, plan, &a));
-      lib_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-
-      // Verify every output against the dense reference (two threads).
-      std::vector<double> ref(T * qtok);
-      std::vector<std::pair<int, int>> jobs;  // (token index, position)
-      int t = 0;
-      for (size_t b = 0; b < batch.size(); ++b) {
-        const int q_start = batch[b].seqlen_k - batch[b].seqlen_q;
-        model.Write(who[b], int(l), q_start, batch[b].seqlen_q, k.data() + t * ktok,
-                    v.data() + t * ktok);
-        for (int j = 0; j < batch[b].seqlen_q; ++j) jobs.push_back({t + j, who[b]});
-        t += batch[b].seqlen_q;
-      }
-      std::vector<int> pos(T);
-      t = 0;
-      for (const swa_seq_t& b : batch)
-        for (int j = 0; j < b.seqlen_q; ++j) pos[t++] = b.seqlen_k - b.seqlen_q + j;
-      auto work = [&](size_t first, size_t step) {
-        for (size_t i = first; i < jobs.size(); i += step)
-          model.Expected(jobs[i].second, int(l), pos[jobs[i].first], 0,
-                         q.data() + jobs[i].first * qtok, ref.data() + jobs[i].first * qtok);
-      };
-      std::thread helper(work, 1, 2);
-      work(0, 2);
-      helper.join();
-      worst = std::max(worst, swa_reference::RelativeL2(out.data(), ref.data(), out.size()));
-    }
-    tokens += uint64_t(T);
-    ++steps;
-
-    for (size_t b = 0; b < batch.size(); ++b) {
-      Seq& s = seqs[who[b]];
-      if (s.accepted < s.prompt) {
-        s.accepted = batch[b].seqlen_k;
-      } else {
-        s.accepted += pick(1, n);  // verified token + accepted drafts
-        --s.decode_left;
-      }
-      // Sequence 0 loses its slot state once, right after its prefill, and gets
-      // it back from the store: save, reset (written_end = valid_start = 0),
-      // restore. It restores into its own slot because the dropped layers' rings
-      // are never persisted (an engine restoring elsewhere rebuilds them).
-      if (who[b] == 0 && !s.restored && s.accepted >= s.prompt) {
-        const uint8_t key[] = "demo-seq-0";
-        DEMO_CHECK(swa_slot_save(cache, s.slot, key, sizeof key));
-        DEMO_CHECK(swa_slot_reset(cache, s.slot));
-        DEMO_CHECK(swa_slot_restore(cache, s.slot, key, sizeof key));
-        s.restored = true;
-      }
-    }
-    if (worst > 1e-5) break;
+    t += batch[b].seqlen_q;
   }
+  auto work = [&](size_t first, size_t step) {
+    for (size_t i = first; i < jobs.size(); i += step)
+      model->Expected(jobs[i].second, int(l), pos[jobs[i].first], 0,
+                      q.data() + jobs[i].first * qtok, ref.data() + jobs[i].first * qtok);
+  };
+  std::thread helper(work, 1, 2);
+  work(0, 2);
+  helper.join();
+  worst = std::max(worst, swa_reference::RelativeL2(out.data(), ref.data(), out.size()));
+  return 0;
+}
 
+int Demo::Step(const std::vector<swa_seq_t>& batch, const std::vector<int>& who) {
+  int T = 0;
+  for (const swa_seq_t& b : batch) T += b.seqlen_q;
+  const Clock::time_point t_plan = Clock::now();
+  DEMO_CHECK(swa_plan_build(plan, batch.data(), uint32_t(batch.size())));
+  lib_seconds += std::chrono::duration<double>(Clock::now() - t_plan).count();
+  swa_plan_info_t info;
+  info.struct_size = sizeof info;
+  DEMO_CHECK(swa_plan_info(plan, &info));
+  staged_steps += info.path == SWA_PLAN_PATH_STAGED;
+  for (size_t l = 0; l < layers.size(); ++l)
+    if (const int rc = RunLayer(l, batch, who, T); rc != 0) return rc;
+  tokens += uint64_t(T);
+  ++steps;
+  return Advance(batch, who);
+}
+
+// Accepts tokens (prefill chunks whole, decode a random number of drafts).
+int Demo::Advance(const std::vector<swa_seq_t>& batch, const std::vector<int>& who) {
+  const int n = int(lay.draft_tokens) + 1;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    Seq& s = seqs[who[b]];
+    if (s.accepted < s.prompt) {
+      s.accepted = batch[b].seqlen_k;
+    } else {
+      s.accepted += Pick(1, n);  // verified token + accepted drafts
+      --s.decode_left;
+    }
+    // Sequence 0 loses its slot state once, right after its prefill, and gets
+    // it back from the store: save, reset (written_end = valid_start = 0),
+    // restore. It restores into its own slot because the dropped layers' rings
+    // are never persisted (an engine restoring elsewhere rebuilds them).
+    if (who[b] == 0 && !s.restored && s.accepted >= s.prompt) {
+      const uint8_t key[] = "demo-seq-0";
+      DEMO_CHECK(swa_slot_save(cache, s.slot, key, sizeof key));
+      DEMO_CHECK(swa_slot_reset(cache, s.slot));
+      DEMO_CHECK(swa_slot_restore(cache, s.slot, key, sizeof key));
+      s.restored = true;
+    }
+  }
+  return 0;
+}
+
+int Demo::Summary(const Preset& preset) {
   swa_store_memory_stats_t ms;
   ms.struct_size = sizeof ms;
   DEMO_CHECK(swa_store_memory_stats(&store, &ms));
@@ -231,9 +245,38 @@ int RunDemo(const DemoOptions& opt) {
               ok ? "PASS" : "FAIL", ok ? "matches" : "does NOT match");
   std::printf("\nslot layout of this cache:\n");
   PrintLayoutReport(cache);
-  swa_plan_destroy(plan);
-  swa_cache_destroy(cache);
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int RunDemo(const DemoOptions& opt) {
+  Preset preset;
+  if (!MakePreset(opt.preset, std::max<uint32_t>(opt.sequences, 1), &preset)) {
+    std::fprintf(stderr, "swacache demo: unknown preset '%s'\n", opt.preset.c_str());
+    return 2;
+  }
+  Demo demo(opt);
+  if (const int rc = demo.Create(preset); rc != 0) return rc;
+  const int n = int(demo.lay.draft_tokens) + 1;
+  while (demo.worst <= 1e-5) {
+    std::vector<swa_seq_t> batch;
+    std::vector<int> who;
+    for (size_t i = 0; i < demo.seqs.size(); ++i) {
+      const Seq& s = demo.seqs[i];
+      int32_t q = 0;
+      if (s.accepted < s.prompt)
+        q = std::min<int32_t>(int32_t(opt.chunk), s.prompt - s.accepted);
+      else if (s.decode_left > 0)
+        q = n;
+      if (q == 0) continue;
+      batch.push_back({s.slot, q, s.accepted + q, 0});
+      who.push_back(int(i));
+    }
+    if (batch.empty()) break;
+    if (const int rc = demo.Step(batch, who); rc != 0) return rc;
+  }
+  return demo.Summary(preset);
 }
 
 }  // namespace swacache_cli
