@@ -31,6 +31,7 @@ type cacheState struct {
 	mu     sync.RWMutex // Read-held by every call, write-held by Close.
 	ptr    *C.swa_cache_t
 	layers []LayerDesc // A copy of the configuration's layers, for length checks.
+	host   bool        // The pool is host memory (CPU backend): Step may pass slices.
 
 	plansMu sync.Mutex
 	plans   map[*planState]struct{}
@@ -92,6 +93,15 @@ func NewCache(cfg Config) (*Cache, error) {
 	}
 	s := &cacheState{ptr: ptr, layers: append([]LayerDesc(nil), cfg.Layers...),
 		plans: make(map[*planState]struct{})}
+	if len(cfg.Layers) > 0 {
+		var v C.swa_tensor_view_t
+		v.struct_size = C.sizeof_swa_tensor_view_t
+		if err := result(C.swago_cache_layer_view(ptr, 0, &v)); err != nil {
+			C.swa_cache_destroy(ptr)
+			return nil, err
+		}
+		s.host = v.backend == C.SWA_BACKEND_CPU
+	}
 	cache := &Cache{s: s}
 	runtime.SetFinalizer(cache, func(c *Cache) { c.s.close() })
 	return cache, nil

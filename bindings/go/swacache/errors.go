@@ -31,20 +31,10 @@ const (
 	CodeUnauthenticated    Code = 16 // SWA_UNAUTHENTICATED: missing credentials (store).
 )
 
-var codeNames = [...]string{
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-	"UNAUTHENTICATED",
-}
-
-// String returns the fixed name of the code, as swa_status_string() does.
-func (c Code) String() string {
-	if int(c) < len(codeNames) {
-		return codeNames[c]
-	}
-	return "UNRECOGNIZED_STATUS"
-}
+// String returns the fixed name of the code from swa_status_string()
+// ("INVALID_ARGUMENT", ...; "UNRECOGNIZED_STATUS" for unknown values).
+// Thread-safe.
+func (c Code) String() string { return statusString(c) }
 
 // Error is a failed call: the library's status code and its message (for
 // errors raised in Go, such as a length check or a closed handle, a message

@@ -85,6 +85,9 @@ func (p *Plan) Step(a *StepArgs) error {
 	if err := p.checkStep(a); err != nil {
 		return err
 	}
+	if !p.c.s.host {
+		return errorf(CodeUnimplemented, "Step passes host memory; this cache's pool is on a CUDA device")
+	}
 	var sinks *C.float
 	if a.Sinks != nil {
 		if len(a.Sinks) > 0 {
