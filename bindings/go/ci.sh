@@ -32,7 +32,7 @@ export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export CGO_ENABLED=1
 # No network: the module uses the standard library only.
 export GOPROXY=off GOTOOLCHAIN=local
-export GOCACHE="${GOCACHE:-$build/go-cache}"
+export GOCACHE="${GOCACHE:-$build/go-cache}" GOPATH="${GOPATH:-$build/go-path}"
 
 cd "$here"
 echo "== gofmt"
