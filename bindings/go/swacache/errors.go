@@ -70,22 +70,22 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels, one per status code, for errors.Is. They carry no message.
 var (
-	ErrCancelled          = &Error{Code: CodeCancelled}
-	ErrUnknown            = &Error{Code: CodeUnknown}
-	ErrInvalidArgument    = &Error{Code: CodeInvalidArgument}
-	ErrDeadlineExceeded   = &Error{Code: CodeDeadlineExceeded}
-	ErrNotFound           = &Error{Code: CodeNotFound}
-	ErrAlreadyExists      = &Error{Code: CodeAlreadyExists}
-	ErrPermissionDenied   = &Error{Code: CodePermissionDenied}
-	ErrResourceExhausted  = &Error{Code: CodeResourceExhausted}
-	ErrFailedPrecondition = &Error{Code: CodeFailedPrecondition}
-	ErrAborted            = &Error{Code: CodeAborted}
-	ErrOutOfRange         = &Error{Code: CodeOutOfRange}
-	ErrUnimplemented      = &Error{Code: CodeUnimplemented}
-	ErrInternal           = &Error{Code: CodeInternal}
-	ErrUnavailable        = &Error{Code: CodeUnavailable}
-	ErrDataLoss           = &Error{Code: CodeDataLoss}
-	ErrUnauthenticated    = &Error{Code: CodeUnauthenticated}
+	ErrCancelled          = &Error{Code: CodeCancelled}          // Matches every CANCELLED error.
+	ErrUnknown            = &Error{Code: CodeUnknown}            // Matches every UNKNOWN error.
+	ErrInvalidArgument    = &Error{Code: CodeInvalidArgument}    // Matches every INVALID_ARGUMENT error.
+	ErrDeadlineExceeded   = &Error{Code: CodeDeadlineExceeded}   // Matches every DEADLINE_EXCEEDED error.
+	ErrNotFound           = &Error{Code: CodeNotFound}           // Matches every NOT_FOUND error.
+	ErrAlreadyExists      = &Error{Code: CodeAlreadyExists}      // Matches every ALREADY_EXISTS error.
+	ErrPermissionDenied   = &Error{Code: CodePermissionDenied}   // Matches every PERMISSION_DENIED error.
+	ErrResourceExhausted  = &Error{Code: CodeResourceExhausted}  // Matches every RESOURCE_EXHAUSTED error.
+	ErrFailedPrecondition = &Error{Code: CodeFailedPrecondition} // Matches every FAILED_PRECONDITION error.
+	ErrAborted            = &Error{Code: CodeAborted}            // Matches every ABORTED error.
+	ErrOutOfRange         = &Error{Code: CodeOutOfRange}         // Matches every OUT_OF_RANGE error.
+	ErrUnimplemented      = &Error{Code: CodeUnimplemented}      // Matches every UNIMPLEMENTED error.
+	ErrInternal           = &Error{Code: CodeInternal}           // Matches every INTERNAL error.
+	ErrUnavailable        = &Error{Code: CodeUnavailable}        // Matches every UNAVAILABLE error.
+	ErrDataLoss           = &Error{Code: CodeDataLoss}           // Matches every DATA_LOSS error.
+	ErrUnauthenticated    = &Error{Code: CodeUnauthenticated}    // Matches every UNAUTHENTICATED error.
 )
 
 // ErrClosed is returned by every method of a Cache, Plan or BuiltinStore
