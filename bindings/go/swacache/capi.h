@@ -154,4 +154,23 @@ static inline swago_ret swago_codec_decode(uint32_t f, const void* src, size_t n
   return swago_r(swa_codec_decode((swa_format_t)f, src, n, dim, dst, (swa_dtype_t)dt, nf));
 }
 
+// ---- Projection ----
+static inline swago_ret swago_project(swa_cache_t* c, const void* hidden, const void* weight,
+                                      uint32_t weight_layout, void* out, uint32_t out_dtype,
+                                      int32_t n_tokens, uint32_t hidden_dim, uint32_t q_dim,
+                                      uint32_t kv_dim) {
+  swa_project_args_t a;
+  swa_project_args_init(&a);
+  a.hidden = hidden;
+  a.weight = weight;
+  a.weight_layout = (swa_weight_layout_t)weight_layout;
+  a.out = out;
+  a.out_dtype = (swa_dtype_t)out_dtype;
+  a.n_tokens = n_tokens;
+  a.hidden_dim = hidden_dim;
+  a.q_dim = q_dim;
+  a.kv_dim = kv_dim;
+  return swago_r(swa_project(c, &a));
+}
+
 #endif  /* SWACACHE_GO_CAPI_H_ */
