@@ -105,6 +105,9 @@ func (c *Cache) SetStore(s Store) error {
 	case nil:
 		return result(C.swago_set_store(cp, nil))
 	case *BuiltinStore:
+		if st == nil {
+			return errorf(CodeInvalidArgument, "store is a nil *BuiltinStore")
+		}
 		return st.attach(cp)
 	}
 	h := cgo.NewHandle(s)

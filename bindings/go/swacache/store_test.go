@@ -322,6 +322,11 @@ func TestBuiltinStores(t *testing.T) {
 		}
 	}
 
+	var nilStore *BuiltinStore
+	if err := newTestCache(t, FormatFP32).SetStore(nilStore); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("nil *BuiltinStore: %v", err)
+	}
+
 	// Closed before use.
 	m2, _ := NewMemoryStore(1 << 20)
 	m2.Close()
