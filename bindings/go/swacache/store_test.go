@@ -498,4 +498,5 @@ func testRedis(t *testing.T) {
 	if ok, err := s.Exists([]byte("k")); ok || err != nil {
 		t.Fatalf("Exists after Remove = %v, %v", ok, err)
 	}
+	t.Logf("redis-server round trip on port %d", port)
 }
