@@ -1,0 +1,3 @@
+module libswacache/bindings/go
+
+go 1.19

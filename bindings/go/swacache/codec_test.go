@@ -1,0 +1,157 @@
+package swacache
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+func TestCodec(t *testing.T) {
+	if p := CodecCPUPath(); p != "avx512" && p != "avx2" && p != "scalar" {
+		t.Fatalf("CodecCPUPath() = %q", p)
+	}
+	for f, want := range map[Format]uint32{FormatMXFP8: 64 + 2, FormatBF16: 128, FormatFP32: 256} {
+		if n, err := FormatVectorBytes(f, 64); err != nil || n != want {
+			t.Fatalf("FormatVectorBytes(%d, 64) = %d, %v", f, n, err)
+		}
+	}
+	if _, err := FormatVectorBytes(FormatMXFP8, 33); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("dim 33: %v", err)
+	}
+	if _, err := FormatVectorBytes(Format(9), 32); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unknown format: %v", err)
+	}
+	r := rand.New(rand.NewSource(2))
+	const dim, n = 64, 5
+	src := randF32(r, n*dim)
+
+	// FP32 stores the values as they are; BF16 rounds to nearest even.
+	raw := make([]byte, n*dim*4)
+	if _, err := Encode(FormatFP32, ScaleCeil, F32(src), dim, raw); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range src {
+		if binary.LittleEndian.Uint32(raw[4*i:]) != math.Float32bits(x) {
+			t.Fatalf("FP32 element %d", i)
+		}
+	}
+	half := make([]byte, n*dim*2)
+	if _, err := Encode(FormatBF16, ScaleCeil, F32(src), dim, half); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range src {
+		if binary.LittleEndian.Uint16(half[2*i:]) != bf16(x) {
+			t.Fatalf("BF16 element %d", i)
+		}
+	}
+
+	// MXFP8: the round trip keeps E4M3's 3 mantissa bits (relative error
+	// <= 2^-4 per element above the block's subnormal range).
+	codes := make([]byte, n*(dim+dim/32))
+	src[7] = float32(math.Inf(1))
+	nf, err := Encode(FormatMXFP8, ScaleCeil, F32(src), dim, codes)
+	if err != nil || nf != 1 {
+		t.Fatalf("Encode MXFP8: %d non-finite blocks, %v", nf, err)
+	}
+	back := make([]float32, n*dim)
+	nf, err = Decode(FormatMXFP8, codes, dim, F32(back))
+	if err != nil || nf != 1 {
+		t.Fatalf("Decode MXFP8: %d non-finite blocks, %v", nf, err)
+	}
+	for i := range src {
+		if i < 32 {
+			if !math.IsNaN(float64(back[i])) {
+				t.Fatalf("element %d of the Inf block decoded to %v", i, back[i])
+			}
+			continue
+		}
+		if d := math.Abs(float64(back[i] - src[i])); d > math.Abs(float64(src[i]))/16+1.0/64 {
+			t.Fatalf("element %d: %v -> %v", i, src[i], back[i])
+		}
+	}
+	// BF16 output of the decode, and BF16 input of the encode.
+	backBF := make([]uint16, n*dim)
+	if _, err := Decode(FormatMXFP8, codes, dim, BF16(backBF)); err != nil {
+		t.Fatal(err)
+	}
+	if backBF[40] != bf16(back[40]) {
+		t.Fatalf("BF16 decode %x, want %x", backBF[40], bf16(back[40]))
+	}
+	if _, err := Encode(FormatMXFP8, ScaleFloor, BF16(backBF[dim:]), dim, codes[:(n-1)*(dim+2)]); err != nil {
+		t.Fatal(err)
+	}
+
+	// Lengths are checked in Go; enums and dims by the library.
+	if _, err := Encode(FormatMXFP8, ScaleCeil, F32(src), dim, codes[1:]); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("short dst: %v", err)
+	}
+	if _, err := Encode(FormatMXFP8, ScaleCeil, F32(src[1:]), dim, codes); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("partial vector: %v", err)
+	}
+	if _, err := Decode(FormatMXFP8, codes, dim, F32(back[dim:])); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("long src: %v", err)
+	}
+	if _, err := Encode(FormatMXFP8, ScaleMode(7), F32(src), dim, codes); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unknown scale mode: %v", err)
+	}
+	if _, err := Encode(FormatMXFP8, ScaleCeil, Tensor{F32: src, BF16: backBF}, dim, codes); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("both dtypes: %v", err)
+	}
+	if _, err := Encode(FormatMXFP8, ScaleCeil, F32([]float32{}), dim, []byte{}); err != nil {
+		t.Fatalf("no vectors: %v", err)
+	}
+}
+
+func TestProject(t *testing.T) {
+	c := newTestCache(t, FormatFP32)
+	r := rand.New(rand.NewSource(4))
+	const T, K, Q, KV = 3, 48, 16, 8
+	hidden := make([]uint16, T*K)
+	weight := make([]uint16, (Q+KV)*K) // [Q+KV, K]: WeightOutIn
+	for i := range hidden {
+		hidden[i] = bf16(float32(r.NormFloat64()))
+	}
+	for i := range weight {
+		weight[i] = bf16(float32(r.NormFloat64()))
+	}
+	out := poisonF32(T * (Q + KV))
+	a := &ProjectArgs{Hidden: hidden, Weight: weight, Out: F32(out), NTokens: T, HiddenDim: K, QDim: Q, KVDim: KV}
+	if err := c.Project(a); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, T*(Q+KV))
+	for i := 0; i < T; i++ {
+		for j := 0; j < Q+KV; j++ {
+			for k := 0; k < K; k++ {
+				want[i*(Q+KV)+j] += float64(fromBF16(hidden[i*K+k])) * float64(fromBF16(weight[j*K+k]))
+			}
+		}
+	}
+	if e := relL2(out, want); e > 1e-5 {
+		t.Fatalf("projection error %.3g", e)
+	}
+	bad := *a
+	bad.Weight = weight[1:]
+	if err := c.Project(&bad); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("short weight: %v", err)
+	}
+	bad = *a
+	bad.NTokens = -1
+	if err := c.Project(&bad); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("negative n_tokens: %v", err)
+	}
+	bad = *a
+	bad.WeightLayout = 5
+	if err := c.Project(&bad); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unknown layout: %v", err)
+	}
+	if err := c.Project(nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("nil args: %v", err)
+	}
+	c.Close()
+	if err := c.Project(a); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Project after Close: %v", err)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package swacache
+
+// raceEnabled is true under -race (timing tests skip themselves).
+const raceEnabled = false

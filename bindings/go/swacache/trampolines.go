@@ -1,0 +1,145 @@
+package swacache
+
+// The exported functions the C callback table of a Go store calls (through
+// the static wrappers in store.go). A file with //export may only declare
+// in its preamble, so the wrappers live elsewhere.
+//
+// Every trampoline copies what it needs out of the library's borrowed
+// buffers before calling the store, converts the store's error or panic into
+// a status and a message, and never lets a panic unwind into C.
+
+/*
+#include <stdint.h>
+#include "swacache.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime/cgo"
+	"unsafe"
+)
+
+// storeOf resolves the handle value the table carries as user_data.
+func storeOf(h C.uintptr_t) Store { return cgo.Handle(h).Value().(Store) }
+
+// writeMessage copies text into the library's message buffer, NUL-terminated
+// and truncated to its capacity.
+func writeMessage(msg *C.char, msgCap C.size_t, text string) {
+	if msg == nil || msgCap == 0 {
+		return
+	}
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(msg)), int(msgCap))
+	n := copy(buf[:len(buf)-1], text)
+	buf[n] = 0
+}
+
+// fail turns a store error into its status and message.
+func fail(err error, msg *C.char, msgCap C.size_t) C.int {
+	text := err.Error()
+	if e, ok := err.(*Error); ok && e.Message != "" {
+		text = e.Message // The library prefixes it with the call and key.
+	}
+	writeMessage(msg, msgCap, text)
+	return C.int(codeOf(err))
+}
+
+// recoverPanic, deferred by each trampoline, makes a panic in a store the
+// status INTERNAL with the panic text as the message.
+func recoverPanic(status *C.int, msg *C.char, msgCap C.size_t) {
+	if r := recover(); r != nil {
+		writeMessage(msg, msgCap, fmt.Sprintf("panic in Go store: %v", r))
+		*status = C.int(CodeInternal)
+	}
+}
+
+func goBytes(p *C.uint8_t, n C.size_t) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	return C.GoBytes(unsafe.Pointer(p), C.int(n))
+}
+
+func iovs(iov *C.swa_iov_t, n C.size_t) []C.swa_iov_t {
+	if n == 0 || iov == nil {
+		return nil
+	}
+	return unsafe.Slice(iov, int(n))
+}
+
+//export swagoStorePut
+func swagoStorePut(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_iov_t, nIov C.size_t,
+	msg *C.char, msgCap C.size_t) (status C.int) {
+	defer recoverPanic(&status, msg, msgCap)
+	var total int
+	for _, v := range iovs(iov, nIov) {
+		total += int(v.size)
+	}
+	blob := make([]byte, 0, total)
+	for _, v := range iovs(iov, nIov) {
+		if v.size > 0 {
+			blob = append(blob, unsafe.Slice((*byte)(v.data), int(v.size))...)
+		}
+	}
+	if err := storeOf(h).Put(goBytes(key, keyLen), blob); err != nil {
+		return fail(err, msg, msgCap)
+	}
+	return 0
+}
+
+//export swagoStoreGet
+func swagoStoreGet(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_iov_t, nIov C.size_t,
+	blobSize *C.uint64_t, msg *C.char, msgCap C.size_t) (status C.int) {
+	defer recoverPanic(&status, msg, msgCap)
+	blob, err := storeOf(h).Get(goBytes(key, keyLen))
+	if err != nil {
+		return fail(err, msg, msgCap)
+	}
+	if uint64(len(blob)) != uint64(*blobSize) {
+		*blobSize = C.uint64_t(len(blob)) // The library asks again or explains.
+		return 0
+	}
+	rest := blob
+	for _, v := range iovs(iov, nIov) {
+		if v.size > 0 {
+			rest = rest[copy(unsafe.Slice((*byte)(v.data), int(v.size)), rest):]
+		}
+	}
+	return 0
+}
+
+//export swagoStoreExists
+func swagoStoreExists(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, exists *C.uint32_t,
+	msg *C.char, msgCap C.size_t) (status C.int) {
+	defer recoverPanic(&status, msg, msgCap)
+	ok, err := storeOf(h).Exists(goBytes(key, keyLen))
+	if err != nil {
+		return fail(err, msg, msgCap)
+	}
+	*exists = 0
+	if ok {
+		*exists = 1
+	}
+	return 0
+}
+
+//export swagoStoreRemove
+func swagoStoreRemove(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, msg *C.char,
+	msgCap C.size_t) (status C.int) {
+	defer recoverPanic(&status, msg, msgCap)
+	if err := storeOf(h).Remove(goBytes(key, keyLen)); err != nil {
+		return fail(err, msg, msgCap)
+	}
+	return 0
+}
+
+//export swagoStoreRelease
+func swagoStoreRelease(h C.uintptr_t) {
+	defer func() { _ = recover() }() // Never unwind into C.
+	hd := cgo.Handle(h)
+	s := hd.Value()
+	hd.Delete()
+	if r, ok := s.(StoreReleaser); ok {
+		r.Release()
+	}
+}

@@ -1,0 +1,225 @@
+package swacache
+
+// #include "swacache.h"
+import "C"
+
+// Format is the storage format of a layer's ring (swa_format_t).
+type Format uint32
+
+// Ring storage formats.
+const (
+	FormatMXFP8 Format = 0 // D E4M3 codes then D/32 E8M0 scales.
+	FormatBF16  Format = 1 // 2D bytes.
+	FormatFP32  Format = 2 // 4D bytes (debug and reference).
+)
+
+// Dtype is the element type of a tensor exchanged with the library (swa_dtype_t).
+type Dtype uint32
+
+// Tensor element types.
+const (
+	DtypeFP32 Dtype = 0 // IEEE binary32 ([]float32).
+	DtypeBF16 Dtype = 1 // bfloat16 bits ([]uint16).
+)
+
+// ScaleMode selects how an MXFP8 block's scale is chosen (swa_scale_mode_t).
+type ScaleMode uint32
+
+// MXFP8 scale rules.
+const (
+	ScaleCeil  ScaleMode = 0 // Smallest power of two that clips nothing (default).
+	ScaleFloor ScaleMode = 1 // OCP rule; large elements saturate.
+)
+
+// LayerRole says whether a layer's ring is persisted (swa_layer_role_t).
+type LayerRole uint32
+
+// Layer roles.
+const (
+	LayerStored  LayerRole = 0 // Part of the stored (persisted) region.
+	LayerDropped LayerRole = 1 // Kept for decoding, never persisted.
+)
+
+// Backend selects where the slot pool lives (swa_backend_t).
+type Backend uint32
+
+// Backends. This binding passes host slices to Step, so it runs steps only
+// on caches whose pool is host memory (the CPU backend).
+const (
+	BackendAuto Backend = 0 // CUDA when built with it and a device exists, else CPU.
+	BackendCPU  Backend = 1 // Host memory, CPU kernels.
+	BackendCUDA Backend = 2 // Device memory, CUDA kernels.
+)
+
+// IndexPad is what fills the unused tail of a decode index row (swa_index_pad_t).
+type IndexPad uint32
+
+// Decode index padding.
+const (
+	IndexPadNeg1    IndexPad = 0 // -1 (default).
+	IndexPadLastRow IndexPad = 1 // The token's own ring row.
+)
+
+// PlanPath is the execution path of a built plan (swa_plan_path_t).
+type PlanPath uint32
+
+// Plan paths.
+const (
+	PlanPathNone   PlanPath = 0 // Not built, or cancelled.
+	PlanPathRing   PlanPath = 1 // Ring-only.
+	PlanPathStaged PlanPath = 2 // Staged.
+)
+
+// LayerDesc describes one SWA layer (swa_layer_desc_t). Start from
+// DefaultLayerDesc.
+type LayerDesc struct {
+	Role               LayerRole // Stored or dropped.
+	QHeads             uint32    // Query heads Hq, a multiple of KVHeads.
+	KVHeads            uint32    // KV heads Hkv.
+	HeadDim            uint32    // D, a multiple of 32 for MXFP8.
+	SharedKV           bool      // One vector is both K and V (MQA/latent).
+	KVFormat           Format    // Ring storage format.
+	CompressRatio      uint32    // c of the compression state; 0 = none.
+	CompressEntryBytes uint32    // Bytes of one compression entry.
+	RopeTheta          float32   // RoPE base (informational).
+	RopeDims           uint32    // Rotary dims (informational).
+	HasSinks           bool      // The layer has per-head attention sinks.
+}
+
+// DefaultLayerDesc returns the defaults of swa_layer_desc_init(): 64 query
+// heads on one shared 512-wide MXFP8 vector. Thread-safe.
+func DefaultLayerDesc() LayerDesc {
+	var d C.swa_layer_desc_t
+	C.swa_layer_desc_init(&d)
+	return LayerDesc{
+		Role: LayerRole(d.role), QHeads: uint32(d.q_heads), KVHeads: uint32(d.kv_heads),
+		HeadDim: uint32(d.head_dim), SharedKV: d.shared_kv != 0, KVFormat: Format(d.kv_format),
+		CompressRatio: uint32(d.compress_ratio), CompressEntryBytes: uint32(d.compress_entry_bytes),
+		RopeTheta: float32(d.rope_theta), RopeDims: uint32(d.rope_dims), HasSinks: d.has_sinks != 0,
+	}
+}
+
+func (l *LayerDesc) toC(d *C.swa_layer_desc_t) {
+	C.swa_layer_desc_init(d)
+	d.role = C.swa_layer_role_t(l.Role)
+	d.q_heads = C.uint32_t(l.QHeads)
+	d.kv_heads = C.uint32_t(l.KVHeads)
+	d.head_dim = C.uint32_t(l.HeadDim)
+	d.shared_kv = cbool(l.SharedKV)
+	d.kv_format = C.swa_format_t(l.KVFormat)
+	d.compress_ratio = C.uint32_t(l.CompressRatio)
+	d.compress_entry_bytes = C.uint32_t(l.CompressEntryBytes)
+	d.rope_theta = C.float(l.RopeTheta)
+	d.rope_dims = C.uint32_t(l.RopeDims)
+	d.has_sinks = cbool(l.HasSinks)
+}
+
+func cbool(b bool) C.uint32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Config is the configuration of one cache (swa_config_t). Start from
+// DefaultConfig. A caller-provided pool is not offered: C must never keep
+// Go memory, so the library always allocates the pool itself.
+type Config struct {
+	Window      uint32      // W, keys visible to a query including itself.
+	DraftTokens uint32      // N, speculative draft tokens per step.
+	RingLen     uint32      // R; 0 = W + N + 1.
+	Alignment   uint32      // Region alignment in bytes.
+	MaxSlots    uint32      // State slots in the pool.
+	Backend     Backend     // Where the pool lives.
+	Device      int32       // CUDA device ordinal.
+	ScaleMode   ScaleMode   // MXFP8 scale rule.
+	NumThreads  uint32      // CPU backend threads; 0 = hardware threads.
+	Layers      []LayerDesc // Layers in model order; the index is the layer id.
+}
+
+// DefaultConfig returns the defaults of swa_config_init() (no layers).
+// Thread-safe.
+func DefaultConfig() Config {
+	var c C.swa_config_t
+	C.swa_config_init(&c)
+	return Config{
+		Window: uint32(c.window), DraftTokens: uint32(c.draft_tokens), RingLen: uint32(c.ring_len),
+		Alignment: uint32(c.alignment), MaxSlots: uint32(c.max_slots), Backend: Backend(c.backend),
+		Device: int32(c.device), ScaleMode: ScaleMode(c.scale_mode), NumThreads: uint32(c.num_threads),
+	}
+}
+
+// Layout is the whole-slot layout of a cache (swa_layout_t).
+type Layout struct {
+	Window          uint32 // W.
+	DraftTokens     uint32 // N.
+	RingLen         uint32 // R.
+	Alignment       uint32 // Region alignment in bytes.
+	NumLayers       uint32 // Layers in the cache.
+	NumStoredLayers uint32 // Layers whose rings are persisted.
+	MaxSlots        uint32 // Slots in the pool.
+	MaxRingTokens   uint32 // R - W + 1: most query tokens of a ring-only step.
+	SlotBytes       uint64 // Bytes of one slot.
+	StoredOffset    uint64 // Offset of the stored region in a slot (always 0).
+	StoredBytes     uint64 // Bytes of the stored region.
+	PoolBytes       uint64 // MaxSlots * SlotBytes.
+	Fingerprint     uint64 // Stable hash of everything that shapes the bytes.
+}
+
+func layoutFromC(l *C.swa_layout_t) Layout {
+	return Layout{
+		Window: uint32(l.window), DraftTokens: uint32(l.draft_tokens), RingLen: uint32(l.ring_len),
+		Alignment: uint32(l.alignment), NumLayers: uint32(l.num_layers),
+		NumStoredLayers: uint32(l.num_stored_layers), MaxSlots: uint32(l.max_slots),
+		MaxRingTokens: uint32(l.max_ring_tokens), SlotBytes: uint64(l.slot_bytes),
+		StoredOffset: uint64(l.stored_offset), StoredBytes: uint64(l.stored_bytes),
+		PoolBytes: uint64(l.pool_bytes), Fingerprint: uint64(l.fingerprint),
+	}
+}
+
+// LayerLayout is the layout of one layer inside a slot (swa_layer_layout_t).
+type LayerLayout struct {
+	Role               LayerRole // Stored or dropped.
+	KVFormat           Format    // Ring format.
+	HeadsPerToken      uint32    // KVHeads, times 2 when K and V are separate.
+	VecBytes           uint32    // Bytes of one vector.
+	BytesPerToken      uint32    // HeadsPerToken * VecBytes.
+	RingLen            uint32    // R.
+	RingOffset         uint64    // Offset of the ring inside a slot.
+	RingBytes          uint64    // Ring bytes rounded up to the alignment.
+	CompressLen        uint32    // Compression ring entries, 0 = none.
+	CompressEntryBytes uint32    // Bytes of one compression entry.
+	CompressOffset     uint64    // Offset of the compression region.
+	CompressBytes      uint64    // Compression region bytes.
+}
+
+// TensorView is a strided byte-tensor view of a layer's ring over all slots
+// (swa_tensor_view_t). Data is the address of memory the cache owns (host or
+// device): valid until the cache is closed, and not Go memory.
+type TensorView struct {
+	Data    uintptr  // Base address.
+	Backend Backend  // BackendCPU or BackendCUDA.
+	Device  int32    // CUDA device, -1 for host memory.
+	NDim    uint32   // Number of dimensions (4 for a ring).
+	Shape   [4]int64 // Extents.
+	Strides [4]int64 // Byte strides.
+}
+
+// Stats are the counters of a cache (swa_cache_stats_t).
+type Stats struct {
+	Steps          uint64 // Successful steps (one per layer).
+	Tokens         uint64 // New tokens processed by those steps.
+	NonfiniteBlock uint64 // 32-value blocks with a NaN or Inf met while encoding.
+	SlotsInUse     uint32 // Allocated slots now.
+	MaxSlots       uint32 // Slots in the pool.
+	PoolBytes      uint64 // Bytes of the pool.
+}
+
+// SlotInfo is the state of one slot (swa_slot_info_t).
+type SlotInfo struct {
+	Slot       uint32 // The slot id.
+	Allocated  bool   // The slot is allocated.
+	WrittenEnd int32  // One past the highest position written.
+	ValidStart int32  // Positions below it are missing.
+	ByteOffset uint64 // Offset of the slot in the pool.
+}
