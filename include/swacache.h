@@ -15,8 +15,9 @@
  * API stability before 1.0: a declaration is stable unless its documentation
  * says "Experimental: may change before 1.0." Stable calls and structs change
  * only compatibly (new functions, appended struct fields) until 1.0.
- * Experimental ones (swa_project, the codec calls, the Redis store,
- * swa_cache_store_exists/remove) may change or go in any 0.x minor release.
+ * Experimental ones (swa_project, the codec calls, the Redis, Redis Cluster
+ * and tiered stores, swa_cache_store_exists/remove) may change or go in any
+ * 0.x minor release.
  * The list is in docs/api.md, "API stability".
  *
  * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
