@@ -15,8 +15,9 @@
  * API stability before 1.0: a declaration is stable unless its documentation
  * says "Experimental: may change before 1.0." Stable calls and structs change
  * only compatibly (new functions, appended struct fields) until 1.0.
- * Experimental ones (swa_project, the codec calls, the Redis store,
- * swa_cache_store_exists/remove) may change or go in any 0.x minor release.
+ * Experimental ones (swa_project, the codec calls, the Redis, Redis Cluster
+ * and tiered stores, swa_cache_store_exists/remove) may change or go in any
+ * 0.x minor release.
  * The list is in docs/api.md, "API stability".
  *
  * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
@@ -1072,6 +1073,115 @@ SWA_API void swa_store_redis_config_init(swa_store_redis_config_t* config);
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_store_redis_create(const swa_store_redis_config_t* config,
                                             swa_kv_store_t* out);
+
+/** \brief Configuration of the built-in Redis Cluster store.
+ *  \warning Experimental: may change before 1.0. */
+typedef struct swa_store_redis_cluster_config {
+  size_t struct_size;            /**< sizeof(swa_store_redis_cluster_config_t), set by init. */
+  const char* nodes;             /**< Seed nodes, "host:port,host:port" ("[v6]:port" for
+                                      IPv6); one live seed is enough to load the slot map.
+                                      Default "127.0.0.1:7000". */
+  const char* password;          /**< AUTH password of every node, or NULL. Default NULL. */
+  uint32_t ttl_seconds;          /**< Expiry of each blob (SET ... EX); 0 = none. Default 0. */
+  uint32_t timeout_ms;           /**< Deadline of one store call, redirects and retries
+                                      included (connect and each command get what is left).
+                                      Default 5000. */
+  uint32_t connections_per_node; /**< Idle connections kept per node. Default 4. */
+  uint32_t read_from_replicas;   /**< 1: gets and exists read a replica of the slot (round
+                                      robin; the master when that fails); 0: masters only.
+                                      Default 0. */
+  uint32_t max_attempts;         /**< Retry budget: tries per call (redirects, reconnects,
+                                      CLUSTERDOWN/TRYAGAIN back-offs). Default 16. */
+} swa_store_redis_cluster_config_t;
+
+/** \brief Fill *config with the defaults listed on swa_store_redis_cluster_config_t.
+ *  \param[out] config Written in full; NULL is ignored.
+ *  \warning Experimental: may change before 1.0.
+ *  \note Thread-safe. */
+SWA_API void swa_store_redis_cluster_config_init(swa_store_redis_cluster_config_t* config);
+
+/** \brief Create a store on a Redis Cluster: one blob per key (SET with the
+ *  optional TTL, GET, EXISTS, DEL), routed by the key's hash slot (CRC16 of the
+ *  key or of its `{hash tag}`) over a slot map loaded with CLUSTER SLOTS. MOVED
+ *  reloads the map and retries on the named node, ASK retries there after
+ *  ASKING, a connection error reloads the map and retries, CLUSTERDOWN and
+ *  TRYAGAIN back off and retry, all within `timeout_ms` and `max_attempts`.
+ *  The seeds are only needed until the map is known.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in] config Borrowed for the call (strings are copied).
+ *  \param[out] out Filled with the callback table (see swa_store_memory_create()
+ *  for the ownership rules); unchanged on failure.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size, a malformed
+ *  `nodes` or a zero timeout or attempt budget; SWA_UNAVAILABLE when no seed
+ *  answers CLUSTER SLOTS; SWA_UNAUTHENTICATED when AUTH fails; SWA_UNIMPLEMENTED
+ *  in a build without hiredis. Calls of the store return SWA_UNAVAILABLE or
+ *  SWA_DEADLINE_EXCEEDED, naming the node and the reason, when the retry budget
+ *  or the deadline runs out.
+ *  \note Thread-safe; the store is safe to use from several threads (pooled
+ *  connections per node). */
+SWA_API swa_status_t swa_store_redis_cluster_create(const swa_store_redis_cluster_config_t* config,
+                                                    swa_kv_store_t* out);
+
+/** \brief Configuration of the tiered store.
+ *  \warning Experimental: may change before 1.0. */
+typedef struct swa_store_tiered_config {
+  size_t struct_size;            /**< sizeof(swa_store_tiered_config_t), set by init. */
+  const swa_kv_store_t* tiers;   /**< Store tables, fastest first (e.g. a memory store
+                                      in front of a Redis Cluster store). Default NULL. */
+  size_t n_tiers;                /**< Entries of `tiers`, 1 ... 16. Default 0. */
+} swa_store_tiered_config_t;
+
+/** \brief Fill *config with the defaults listed on swa_store_tiered_config_t.
+ *  \param[out] config Written in full; NULL is ignored.
+ *  \warning Experimental: may change before 1.0.
+ *  \note Thread-safe. */
+SWA_API void swa_store_tiered_config_init(swa_store_tiered_config_t* config);
+
+/** \brief Create a store over an ordered list of stores. `get` asks each tier
+ *  in order and copies a hit into every faster tier; a failing tier is skipped
+ *  and its error returned only when no later tier has the key. `put` writes
+ *  every tier in order; on the first failure it removes the key from the tiers
+ *  already written and returns that error with the tier named ("tier i of n").
+ *  `exists` is true when any tier has the key; `remove` removes from all.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in] config Borrowed for the call; the tables are copied.
+ *  \param[out] out Filled with the callback table (see swa_store_memory_create()
+ *  for the ownership rules); unchanged on failure.
+ *  \retval SWA_OK: the tiered store owns every tier's user_data and calls each
+ *  release once when it is released itself (built-in tables are used directly,
+ *  without a C hop; their stats calls keep working on the caller's copy of the
+ *  table while the tiered store lives).
+ *  \retval SWA_INVALID_ARGUMENT for NULL, a bad struct_size, no tiers or more
+ *  than 16, a table with a bad struct_size or neither put nor get, or one
+ *  user_data given twice; the caller then still owns every tier.
+ *  \note Thread-safe; the store is thread-safe when every tier is. */
+SWA_API swa_status_t swa_store_tiered_create(const swa_store_tiered_config_t* config,
+                                             swa_kv_store_t* out);
+
+/** \brief Statistics of one tier of a tiered store.
+ *  \warning Experimental: may change before 1.0. */
+typedef struct swa_store_tier_stats {
+  size_t struct_size;         /**< Set by the caller to sizeof(swa_store_tier_stats_t). */
+  uint64_t hits;              /**< Gets this tier answered. */
+  uint64_t misses;            /**< Gets this tier did not have the key for. */
+  uint64_t errors;            /**< Calls of this tier that failed otherwise. */
+  uint64_t bytes_read;        /**< Blob bytes of the hits. */
+  uint64_t puts;              /**< Successful puts into this tier, promotions included. */
+  uint64_t bytes_written;     /**< Blob bytes of those puts. */
+  uint64_t promotions;        /**< Puts that copied a hit up from a slower tier. */
+} swa_store_tier_stats_t;
+
+/** \brief Read the statistics of tier `tier` of a tiered store.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in] store A table filled by swa_store_tiered_create() whose user_data
+ *  is still alive (owned by the caller or by a cache).
+ *  \param[in] tier 0 (fastest) ... n_tiers - 1.
+ *  \param[out] out out->struct_size must be set by the caller.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or a table
+ *  that is not a tiered store; SWA_OUT_OF_RANGE for a tier past the last.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_store_tiered_stats(const swa_kv_store_t* store, uint32_t tier,
+                                            swa_store_tier_stats_t* out);
 
 /* ---- Projection ----------------------------------------------------------- */
 

@@ -1,0 +1,145 @@
+// The store section of swacache.h, composite and clustered stores:
+// swa_store_redis_cluster_{config_init,create} and
+// swa_store_tiered_{config_init,create,stats}. Each hands out its C++ store as
+// a callback table (capi/store_table.h).
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "capi/callback_store.h"
+#include "capi/error.h"
+#include "capi/store_table.h"
+#include "common/status_macros.h"
+#include "store/tiered_store.h"
+#if defined(SWACACHE_HAVE_REDIS)
+#include "store/cluster_hash_slot.h"
+#include "store/redis_cluster_store.h"
+#endif
+
+using swa::capi::Guard;
+
+namespace {
+
+constexpr size_t kMaxTiers = 16;
+
+// Every table must be adoptable before any is adopted: on failure the caller
+// keeps ownership of all of them.
+absl::Status CheckTiers(const swa_kv_store_t* tiers, size_t n) {
+  if (n == 0 || n > kMaxTiers)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("n_tiers = %u is not in 1 ... %u", n, kMaxTiers));
+  absl::flat_hash_set<void*> seen;
+  for (size_t i = 0; i < n; ++i) {
+    if (absl::Status s = swa::capi::CheckTableSize(tiers[i]); !s.ok())
+      return absl::InvalidArgumentError(absl::StrFormat("tier %u: %s", i, s.message()));
+    if (tiers[i].put == nullptr && tiers[i].get == nullptr)
+      return absl::InvalidArgumentError(absl::StrFormat("tier %u has neither put nor get", i));
+    if (tiers[i].user_data != nullptr && !seen.insert(tiers[i].user_data).second)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "tier %u has the user_data of an earlier tier (each would be released twice)", i));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- Redis Cluster store ----
+
+SWA_API void swa_store_redis_cluster_config_init(swa_store_redis_cluster_config_t* config) {
+  if (config == nullptr) return;
+  std::memset(config, 0, sizeof *config);
+  config->struct_size = sizeof *config;
+  config->nodes = "127.0.0.1:7000";
+  config->timeout_ms = 5000;
+  config->connections_per_node = 4;
+  config->max_attempts = 16;
+}
+
+SWA_API swa_status_t swa_store_redis_cluster_create(const swa_store_redis_cluster_config_t* config,
+                                                    swa_kv_store_t* out) {
+  return Guard([&]() -> absl::Status {
+    SWA_CHECK_STRUCT(config, swa_store_redis_cluster_config_t);
+    SWA_CHECK_STRUCT(out, swa_kv_store_t);
+    if (config->nodes == nullptr) return swa::capi::NullArg("config->nodes");
+    if (config->read_from_replicas > 1)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "read_from_replicas = %u: must be 0 or 1", config->read_from_replicas));
+#if defined(SWACACHE_HAVE_REDIS)
+    swa::RedisClusterOptions options;
+    SWA_ASSIGN_OR_RETURN(options.seeds, swa::ParseClusterNodes(config->nodes));
+    if (config->password != nullptr) options.password = config->password;
+    options.ttl_seconds = config->ttl_seconds;
+    options.timeout_ms = config->timeout_ms;
+    options.connections_per_node = config->connections_per_node;
+    options.read_from_replicas = config->read_from_replicas != 0;
+    options.max_attempts = config->max_attempts;
+    SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::RedisClusterStore> store,
+                         swa::RedisClusterStore::Connect(options));
+    *out = swa::capi::MakeStoreTable(std::move(store));
+    return absl::OkStatus();
+#else
+    return absl::UnimplementedError(
+        "swa_store_redis_cluster_create: this build of libswacache has no Redis store (hiredis "
+        "was not found when it was configured; install libhiredis-dev and rebuild)");
+#endif
+  });
+}
+
+// ---- Tiered store ----
+
+SWA_API void swa_store_tiered_config_init(swa_store_tiered_config_t* config) {
+  if (config == nullptr) return;
+  std::memset(config, 0, sizeof *config);
+  config->struct_size = sizeof *config;
+}
+
+SWA_API swa_status_t swa_store_tiered_create(const swa_store_tiered_config_t* config,
+                                             swa_kv_store_t* out) {
+  return Guard([&]() -> absl::Status {
+    SWA_CHECK_STRUCT(config, swa_store_tiered_config_t);
+    SWA_CHECK_STRUCT(out, swa_kv_store_t);
+    if (config->tiers == nullptr) return swa::capi::NullArg("config->tiers");
+    SWA_RETURN_IF_ERROR(CheckTiers(config->tiers, config->n_tiers));
+    std::vector<std::unique_ptr<swa::KvStore>> tiers;
+    for (size_t i = 0; i < config->n_tiers; ++i) {
+      // Cannot fail after CheckTiers; from here on each tier is ours.
+      absl::StatusOr<std::unique_ptr<swa::KvStore>> kv = swa::capi::AdoptTable(config->tiers[i]);
+      if (!kv.ok()) return absl::InternalError(absl::StrFormat("tier %u: %s", i, kv.status().message()));
+      tiers.push_back(std::move(*kv));
+    }
+    SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::TieredStore> store,
+                         swa::TieredStore::Create(std::move(tiers)));
+    *out = swa::capi::MakeStoreTable(std::move(store));
+    return absl::OkStatus();
+  });
+}
+
+SWA_API swa_status_t swa_store_tiered_stats(const swa_kv_store_t* store, uint32_t tier,
+                                            swa_store_tier_stats_t* out) {
+  return Guard([&]() -> absl::Status {
+    SWA_CHECK_STRUCT(store, swa_kv_store_t);
+    SWA_CHECK_STRUCT(out, swa_store_tier_stats_t);
+    auto* tiered = dynamic_cast<swa::TieredStore*>(swa::capi::StoreFromTable(*store));
+    if (tiered == nullptr)
+      return absl::InvalidArgumentError("store is not a table made by swa_store_tiered_create()");
+    if (tier >= tiered->tier_count())
+      return absl::OutOfRangeError(absl::StrFormat("tier = %u, but the store has %u tiers", tier,
+                                                   tiered->tier_count()));
+    const swa::TierStats s = tiered->Stats(tier);
+    std::memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->hits = s.hits;
+    out->misses = s.misses;
+    out->errors = s.errors;
+    out->bytes_read = s.bytes_read;
+    out->puts = s.puts;
+    out->bytes_written = s.bytes_written;
+    out->promotions = s.promotions;
+    return absl::OkStatus();
+  });
+}
+
+}  // extern "C"

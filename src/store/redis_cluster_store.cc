@@ -1,0 +1,333 @@
+#include "store/redis_cluster_store.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace swa {
+namespace {
+
+constexpr absl::Duration kBackoffBase = absl::Milliseconds(10);
+constexpr absl::Duration kBackoffCap = absl::Milliseconds(250);
+constexpr absl::Duration kMapLoadTimeout = absl::Milliseconds(1000);
+
+// "MOVED 3999 127.0.0.1:6381" / "ASK ..." -> the target address.
+absl::StatusOr<ClusterNodeAddress> RedirectTarget(std::string_view text) {
+  const std::string line(text);
+  const std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  absl::StatusOr<std::vector<ClusterNodeAddress>> a =
+      parts.size() < 3 ? absl::InvalidArgumentError("") : ParseClusterNodes(parts[2]);
+  if (!a.ok()) return absl::UnknownError(absl::StrCat("malformed redirect \"", line, "\""));
+  return (*a)[0];
+}
+
+// A final error reply: what the Redis store maps it to, naming the node.
+absl::Status ReplyError(std::string_view text, std::string_view node, std::string_view command) {
+  const std::string message =
+      absl::StrFormat("redis cluster node %s: %s: server replied \"%s\"", node, command, text);
+  if (text.starts_with("OOM")) return absl::ResourceExhaustedError(message);
+  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS"))
+    return absl::UnauthenticatedError(message);
+  return absl::UnknownError(message);
+}
+
+// Error replies that mean "the cluster is changing, try again".
+bool IsTransientReply(std::string_view text) {
+  return text.starts_with("CLUSTERDOWN") || text.starts_with("TRYAGAIN") ||
+         text.starts_with("LOADING") || text.starts_with("MASTERDOWN") ||
+         text.starts_with("READONLY") || text.starts_with("BUSY");
+}
+
+void Backoff(int failures, absl::Time deadline) {
+  absl::Duration d = kBackoffBase * (1 << std::min(failures, 6));
+  d = std::min({d, kBackoffCap, deadline - absl::Now()});
+  if (d > absl::ZeroDuration()) absl::SleepFor(d);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RedisClusterStore>> RedisClusterStore::Connect(
+    const RedisClusterOptions& options) {
+  if (options.seeds.empty())
+    return absl::InvalidArgumentError("redis cluster store: no seed node");
+  if (options.timeout_ms == 0)
+    return absl::InvalidArgumentError("redis cluster store: timeout_ms = 0 (use a positive timeout)");
+  if (options.max_attempts == 0)
+    return absl::InvalidArgumentError("redis cluster store: max_attempts = 0 (use at least 1)");
+  std::unique_ptr<RedisClusterStore> store(new RedisClusterStore(options));
+  {
+    absl::MutexLock lock(&store->mu_);
+    store->map_ = std::make_shared<SlotMap>();
+  }
+  if (absl::Status s = store->Refresh(); !s.ok()) return s;
+  return store;
+}
+
+std::shared_ptr<const RedisClusterStore::SlotMap> RedisClusterStore::CurrentMap() const {
+  absl::MutexLock lock(&mu_);
+  return map_;
+}
+
+std::shared_ptr<RedisNode> RedisClusterStore::NodeFor(const ClusterNodeAddress& address,
+                                                      bool readonly) {
+  const std::string name = absl::StrCat(address.ToString(), readonly ? "/readonly" : "");
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<RedisNode>& node = nodes_[name];
+  if (node == nullptr) {
+    RedisNodeOptions o;
+    o.password = options_.password;
+    o.max_idle = options_.connections_per_node;
+    o.readonly = readonly;
+    node = std::make_shared<RedisNode>(address, o);
+  }
+  return node;
+}
+
+absl::StatusOr<std::shared_ptr<RedisClusterStore::SlotMap>> RedisClusterStore::LoadMap(
+    RedisNode& node, absl::Duration timeout) {
+  absl::StatusOr<RedisReply> r = node.Run({"CLUSTER", "SLOTS"}, false, timeout);
+  if (!r.ok()) return r.status();
+  const redisReply& top = **r;
+  const std::string where = absl::StrCat("redis cluster node ", node.address().ToString());
+  if (top.type == REDIS_REPLY_ERROR) {
+    absl::Status e = ReplyError(ReplyText(top), node.address().ToString(), "CLUSTER SLOTS");
+    return absl::IsUnauthenticated(e) ? e : absl::UnavailableError(e.message());
+  }
+  if (top.type != REDIS_REPLY_ARRAY)
+    return absl::UnavailableError(absl::StrCat(where, ": CLUSTER SLOTS: unexpected reply"));
+  auto map = std::make_shared<SlotMap>();
+  absl::flat_hash_map<std::string, int32_t> shard_by_master;
+  for (size_t i = 0; i < top.elements; ++i) {
+    const redisReply* range = top.element[i];
+    if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+        range->element[0]->type != REDIS_REPLY_INTEGER || range->element[1]->type != REDIS_REPLY_INTEGER)
+      return absl::UnavailableError(absl::StrCat(where, ": CLUSTER SLOTS: malformed range"));
+    const long long first = range->element[0]->integer, last = range->element[1]->integer;
+    if (first < 0 || last >= kClusterSlots || first > last)
+      return absl::UnavailableError(absl::StrCat(where, ": CLUSTER SLOTS: bad slot range"));
+    std::vector<ClusterNodeAddress> members;  // master first
+    for (size_t j = 2; j < range->elements; ++j) {
+      const redisReply* n = range->element[j];
+      if (n->type != REDIS_REPLY_ARRAY || n->elements < 2 || n->element[1]->type != REDIS_REPLY_INTEGER)
+        return absl::UnavailableError(absl::StrCat(where, ": CLUSTER SLOTS: malformed node"));
+      std::string host(ReplyText(*n->element[0]));
+      if (host.empty() || host == "?") host = node.address().host;  // "the node you asked"
+      members.push_back({host, static_cast<uint32_t>(n->element[1]->integer)});
+    }
+    auto [it, added] = shard_by_master.emplace(members[0].ToString(), map->shards.size());
+    if (added) {
+      Shard shard;
+      shard.master = NodeFor(members[0], false);
+      for (size_t j = 1; j < members.size(); ++j) shard.replicas.push_back(NodeFor(members[j], true));
+      map->shards.push_back(std::move(shard));
+    }
+    for (long long s = first; s <= last; ++s) map->shard_of_slot[s] = it->second;
+  }
+  if (map->shards.empty())
+    return absl::UnavailableError(absl::StrCat(where, ": CLUSTER SLOTS: no slot is served"));
+  return map;
+}
+
+absl::Status RedisClusterStore::Refresh() {
+  return RefreshIfStale(CurrentMap()->version,
+                        absl::Now() + absl::Milliseconds(options_.timeout_ms));
+}
+
+absl::Status RedisClusterStore::RefreshIfStale(uint64_t seen_version, absl::Time deadline) {
+  absl::MutexLock refresh(&refresh_mu_);
+  std::shared_ptr<const SlotMap> current = CurrentMap();
+  if (current->version != seen_version) return absl::OkStatus();  // another thread reloaded it
+  // Known masters first, then replicas, then the seeds: a dead seed is not needed.
+  std::vector<ClusterNodeAddress> candidates;
+  for (const Shard& s : current->shards) candidates.push_back(s.master->address());
+  for (const Shard& s : current->shards)
+    for (const auto& r : s.replicas) candidates.push_back(r->address());
+  candidates.insert(candidates.end(), options_.seeds.begin(), options_.seeds.end());
+  absl::Status last = absl::UnavailableError("redis cluster store: no node to ask for the slot map");
+  std::vector<std::string> tried;
+  for (const ClusterNodeAddress& a : candidates) {
+    if (std::find(tried.begin(), tried.end(), a.ToString()) != tried.end()) continue;
+    tried.push_back(a.ToString());
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    absl::StatusOr<std::shared_ptr<SlotMap>> loaded = LoadMap(*NodeFor(a, false), std::min(left, kMapLoadTimeout));
+    if (!loaded.ok()) {
+      if (absl::IsUnauthenticated(loaded.status())) return loaded.status();
+      last = loaded.status();
+      continue;
+    }
+    (*loaded)->version = current->version + 1;
+    absl::MutexLock lock(&mu_);
+    map_ = std::move(*loaded);
+    ++stats_.refreshes;
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(absl::StrFormat(
+      "redis cluster store: no node answered CLUSTER SLOTS (tried %s); last: %s",
+      absl::StrJoin(tried, ", "), last.message()));
+}
+
+absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
+                                                      const std::vector<std::string_view>& args,
+                                                      Access access) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.timeout_ms);
+  const uint32_t slot = ClusterKeySlot(key);
+  std::shared_ptr<RedisNode> redirect;  // from MOVED or ASK, for the next attempt only
+  bool asking = false, replica_failed = false;
+  int failures = 0;
+  absl::Status last;
+  for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    if (attempt > 0) ++stats_.retries;
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    std::shared_ptr<const SlotMap> map = CurrentMap();
+    std::shared_ptr<RedisNode> node = std::move(redirect);
+    bool replica = false;
+    if (node == nullptr) {
+      const int32_t shard = map->shard_of_slot[slot];
+      if (shard < 0) {
+        last = absl::UnavailableError(absl::StrFormat("slot %u is served by no node in the map", slot));
+        if (absl::Status s = RefreshIfStale(map->version, deadline); absl::IsUnauthenticated(s)) return s;
+        Backoff(failures++, deadline);
+        continue;
+      }
+      const Shard& owner = map->shards[shard];
+      node = owner.master;
+      if (access == Access::kRead && options_.read_from_replicas && !replica_failed &&
+          !owner.replicas.empty()) {
+        node = owner.replicas[next_replica_++ % owner.replicas.size()];
+        replica = true;
+        ++stats_.replica_reads;
+      }
+    }
+    absl::StatusOr<RedisReply> r = node->Run(args, std::exchange(asking, false), left);
+    if (!r.ok()) {
+      if (absl::IsUnauthenticated(r.status())) return r.status();
+      last = r.status();
+      node->DropIdle();
+      if (replica) {  // read the master instead, right away
+        replica_failed = true;
+        ++stats_.replica_fallbacks;
+        continue;
+      }
+      if (absl::Status s = RefreshIfStale(map->version, deadline); absl::IsUnauthenticated(s)) return s;
+      Backoff(failures++, deadline);
+      continue;
+    }
+    if ((*r)->type != REDIS_REPLY_ERROR) return r;
+    const std::string_view text = ReplyText(**r);
+    const std::string from = node->address().ToString();
+    const bool moved = text.starts_with("MOVED "), ask = text.starts_with("ASK ");
+    if (moved || ask) {
+      absl::StatusOr<ClusterNodeAddress> target = RedirectTarget(text);
+      if (!target.ok()) return target.status();
+      last = absl::UnavailableError(absl::StrFormat("redis cluster node %s replied \"%s\"", from, text));
+      redirect = NodeFor(*target, false);
+      if (ask) {
+        ++stats_.ask;
+        asking = true;
+      } else {
+        ++stats_.moved;
+        if (replica) replica_failed = true;  // a replica not serving the slot: use masters
+        (void)RefreshIfStale(map->version, deadline);
+      }
+      continue;
+    }
+    if (IsTransientReply(text)) {
+      last = absl::UnavailableError(
+          absl::StrFormat("redis cluster node %s: %s: server replied \"%s\"", from, args[0], text));
+      if (replica) {
+        replica_failed = true;
+        ++stats_.replica_fallbacks;
+        continue;
+      }
+      if (!text.starts_with("TRYAGAIN")) (void)RefreshIfStale(map->version, deadline);
+      Backoff(failures++, deadline);
+      continue;
+    }
+    return ReplyError(text, from, args[0]);
+  }
+  const std::string what = absl::StrFormat(
+      "redis cluster store %s (slot %u): %s", args[0], slot,
+      last.ok() ? std::string("no attempt was made") : std::string(last.message()));
+  if (absl::Now() >= deadline || absl::IsDeadlineExceeded(last))
+    return absl::DeadlineExceededError(
+        absl::StrFormat("%s; deadline of %u ms exceeded", what, options_.timeout_ms));
+  return absl::UnavailableError(
+      absl::StrFormat("%s; retry budget of %u attempts spent", what, options_.max_attempts));
+}
+
+absl::Status RedisClusterStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
+  std::string joined;  // one SET keeps the write atomic for readers
+  std::string_view value;
+  if (pieces.size() == 1) {
+    value = std::string_view(reinterpret_cast<const char*>(pieces[0].data()), pieces[0].size());
+  } else {
+    joined.resize(TotalBytes(pieces));
+    GatherInto(pieces, reinterpret_cast<uint8_t*>(joined.data()));
+    value = joined;
+  }
+  std::vector<std::string_view> args = {"SET", key, value};
+  const std::string ttl = absl::StrCat(options_.ttl_seconds);
+  if (options_.ttl_seconds != 0) {
+    args.push_back("EX");
+    args.push_back(ttl);
+  }
+  return Execute(key, args, Access::kWrite).status();
+}
+
+absl::StatusOr<uint64_t> RedisClusterStore::Get(std::string_view key,
+                                                absl::Span<const ByteSpan> pieces) {
+  absl::StatusOr<RedisReply> r = Execute(key, {"GET", key}, Access::kRead);
+  if (!r.ok()) return r.status();
+  const redisReply& reply = **r;
+  if (reply.type == REDIS_REPLY_NIL) return absl::NotFoundError("redis cluster store: no blob under this key");
+  if (reply.type != REDIS_REPLY_STRING)
+    return absl::UnknownError(absl::StrFormat("redis cluster store GET: unexpected reply type %d", reply.type));
+  if (reply.len == TotalBytes(pieces)) ScatterFrom(reinterpret_cast<const uint8_t*>(reply.str), pieces);
+  return uint64_t{reply.len};
+}
+
+absl::StatusOr<bool> RedisClusterStore::Exists(std::string_view key) {
+  absl::StatusOr<RedisReply> r = Execute(key, {"EXISTS", key}, Access::kRead);
+  if (!r.ok()) return r.status();
+  if ((*r)->type != REDIS_REPLY_INTEGER)
+    return absl::UnknownError(absl::StrFormat("redis cluster store EXISTS: unexpected reply type %d", (*r)->type));
+  return (*r)->integer != 0;
+}
+
+absl::Status RedisClusterStore::Remove(std::string_view key) {
+  absl::StatusOr<RedisReply> r = Execute(key, {"DEL", key}, Access::kWrite);
+  if (!r.ok()) return r.status();
+  if ((*r)->type != REDIS_REPLY_INTEGER)
+    return absl::UnknownError(absl::StrFormat("redis cluster store DEL: unexpected reply type %d", (*r)->type));
+  if ((*r)->integer == 0) return absl::NotFoundError("redis cluster store: no blob under this key");
+  return absl::OkStatus();
+}
+
+RedisClusterStats RedisClusterStore::Stats() const {
+  RedisClusterStats s;
+  s.moved = stats_.moved;
+  s.ask = stats_.ask;
+  s.refreshes = stats_.refreshes;
+  s.retries = stats_.retries;
+  s.replica_reads = stats_.replica_reads;
+  s.replica_fallbacks = stats_.replica_fallbacks;
+  return s;
+}
+
+std::string RedisClusterStore::MasterOf(uint32_t slot) const {
+  std::shared_ptr<const SlotMap> map = CurrentMap();
+  if (slot >= kClusterSlots || map->shard_of_slot[slot] < 0) return "";
+  return map->shards[map->shard_of_slot[slot]].master->address().ToString();
+}
+
+}  // namespace swa

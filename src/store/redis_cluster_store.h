@@ -1,0 +1,97 @@
+// The built-in Redis Cluster store: keys routed by hash slot over a slot map
+// read with CLUSTER SLOTS, MOVED/ASK followed, failures retried within a
+// per-call deadline and attempt budget, pooled connections per node, optional
+// reads from replicas. One blob per key (SET/GET/EXISTS/DEL), as the Redis store.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "store/cluster_hash_slot.h"
+#include "store/kv_store.h"
+#include "store/redis_cluster_node.h"
+
+namespace swa {
+
+struct RedisClusterOptions {
+  std::vector<ClusterNodeAddress> seeds;
+  std::string password;               // empty = no AUTH
+  uint32_t ttl_seconds = 0;
+  uint32_t timeout_ms = 5000;         // deadline of one call, retries included
+  uint32_t connections_per_node = 4;  // idle connections kept per node
+  bool read_from_replicas = false;
+  uint32_t max_attempts = 16;         // tries per call (redirects and retries)
+};
+
+struct RedisClusterStats {
+  uint64_t moved = 0;              // MOVED redirects followed
+  uint64_t ask = 0;                // ASK redirects followed
+  uint64_t refreshes = 0;          // slot maps installed
+  uint64_t retries = 0;            // attempts after the first
+  uint64_t replica_reads = 0;      // reads sent to a replica
+  uint64_t replica_fallbacks = 0;  // replica reads that fell back to the master
+};
+
+class RedisClusterStore final : public KvStore {
+ public:
+  // Loads the slot map from the first seed that answers; fails (UNAVAILABLE,
+  // UNAUTHENTICATED) when none does.
+  static absl::StatusOr<std::unique_ptr<RedisClusterStore>> Connect(
+      const RedisClusterOptions& options);
+
+  absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override;
+  absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
+  absl::StatusOr<bool> Exists(std::string_view key) override;
+  absl::Status Remove(std::string_view key) override;
+
+  // Reloads the slot map now (from the known nodes, then the seeds).
+  absl::Status Refresh();
+  RedisClusterStats Stats() const;
+  // "host:port" of the master serving `slot` in the current map, or "".
+  std::string MasterOf(uint32_t slot) const;
+
+ private:
+  struct Shard {
+    std::shared_ptr<RedisNode> master;
+    std::vector<std::shared_ptr<RedisNode>> replicas;
+  };
+  struct SlotMap {
+    uint64_t version = 0;
+    std::vector<Shard> shards;
+    std::vector<int32_t> shard_of_slot = std::vector<int32_t>(kClusterSlots, -1);
+  };
+  enum class Access { kRead, kWrite };
+
+  explicit RedisClusterStore(RedisClusterOptions options) : options_(std::move(options)) {}
+
+  // Runs one single-key command with routing, redirects and retries.
+  absl::StatusOr<RedisReply> Execute(std::string_view key, const std::vector<std::string_view>& args,
+                                     Access access);
+  // Reloads the map unless another thread did since `seen_version`.
+  absl::Status RefreshIfStale(uint64_t seen_version, absl::Time deadline);
+  absl::StatusOr<std::shared_ptr<SlotMap>> LoadMap(RedisNode& node, absl::Duration timeout);
+  std::shared_ptr<RedisNode> NodeFor(const ClusterNodeAddress& address, bool readonly);
+  std::shared_ptr<const SlotMap> CurrentMap() const;
+
+  const RedisClusterOptions options_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const SlotMap> map_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<RedisNode>> nodes_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex refresh_mu_;  // one map load at a time
+  std::atomic<uint64_t> next_replica_{0};
+  struct AtomicStats {
+    std::atomic<uint64_t> moved{0}, ask{0}, refreshes{0}, retries{0}, replica_reads{0},
+        replica_fallbacks{0};
+  };
+  mutable AtomicStats stats_;
+};
+
+}  // namespace swa

@@ -1,0 +1,271 @@
+// A throwaway Redis Cluster for tests and benchmarks: N masters (+ replicas)
+// of Debian's redis-server on free loopback ports, joined with
+// `redis-cli --cluster create`, in a temporary directory. The destructor
+// kills every process it started and removes the directory. Admin commands
+// go through hiredis (builds with the Redis store only). No gtest here.
+#pragma once
+
+#if defined(SWACACHE_HAVE_REDIS)
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace swa::testing {
+
+inline bool ExeOnPath(const char* exe) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  const std::string p = path;
+  for (size_t start = 0; start <= p.size();) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    if (access((p.substr(start, end - start) + "/" + exe).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+inline bool PortFree(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+// A port p with p and its cluster bus port p + 10000 both free.
+inline int FreeClusterPort() {
+  static std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 1000; ++i) {
+    const int p = 20000 + static_cast<int>(rng() % 30000);
+    if (PortFree(p) && PortFree(p + 10000)) return p;
+  }
+  return -1;
+}
+
+// A reply copied out of hiredis.
+struct AdminReply {
+  int type = 0;  // REDIS_REPLY_*; 0 = no reply (connection failed)
+  std::string str;
+  long long integer = 0;
+  std::vector<AdminReply> elements;
+  bool ok() const { return type != 0 && type != REDIS_REPLY_ERROR; }
+};
+
+inline AdminReply CopyReply(const redisReply* r) {
+  AdminReply out;
+  out.type = r->type;
+  if (r->str != nullptr) out.str.assign(r->str, r->len);
+  out.integer = r->integer;
+  for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(CopyReply(r->element[i]));
+  return out;
+}
+
+inline AdminReply Admin(int port, const std::vector<std::string>& args,
+                        const std::string& password = "", int timeout_ms = 2000) {
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  AdminReply out;
+  if (c == nullptr || c->err != 0) {
+    if (c != nullptr) redisFree(c);
+    return out;
+  }
+  redisSetTimeout(c, tv);
+  auto run = [&](const std::vector<std::string>& a) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const std::string& s : a) {
+      argv.push_back(s.data());
+      lens.push_back(s.size());
+    }
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c, int(a.size()), argv.data(), lens.data()));
+    AdminReply copy;
+    if (r != nullptr) {
+      copy = CopyReply(r);
+      freeReplyObject(r);
+    }
+    return copy;
+  };
+  if (!password.empty()) run({"AUTH", password});
+  out = run(args);
+  redisFree(c);
+  return out;
+}
+
+// Spawns argv with stdout/stderr to /dev/null; returns the pid or -1. The
+// child dies with the thread that started it (PR_SET_PDEATHSIG), so a test
+// binary that crashes leaves no server behind.
+inline pid_t SpawnQuiet(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;  // parent (or -1)
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  const int null = open("/dev/null", O_WRONLY);
+  dup2(null, 1);
+  dup2(null, 2);
+  execvp(argv[0], argv.data());
+  _exit(127);
+}
+
+struct ClusterSpec {
+  int masters = 3;
+  int replicas = 1;  // per master
+  std::string password;
+  int node_timeout_ms = 1000;
+};
+
+class RedisClusterProcess {
+ public:
+  explicit RedisClusterProcess(ClusterSpec spec) : spec_(std::move(spec)) { error_ = Start(); }
+  ~RedisClusterProcess() {
+    for (size_t i = 0; i < pids_.size(); ++i) Kill(i);
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  RedisClusterProcess(const RedisClusterProcess&) = delete;
+  RedisClusterProcess& operator=(const RedisClusterProcess&) = delete;
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  size_t size() const { return ports_.size(); }
+  int port(size_t i) const { return ports_[i]; }
+  std::string address(size_t i) const { return "127.0.0.1:" + std::to_string(ports_[i]); }
+  std::string Seeds() const {
+    std::string s;
+    for (size_t i = 0; i < ports_.size(); ++i) s += (i ? "," : "") + address(i);
+    return s;
+  }
+  AdminReply Command(size_t i, const std::vector<std::string>& args, int timeout_ms = 2000) const {
+    return Admin(ports_[i], args, spec_.password, timeout_ms);
+  }
+  size_t IndexOfPort(int port) const {
+    for (size_t i = 0; i < ports_.size(); ++i)
+      if (ports_[i] == port) return i;
+    return size_t(-1);
+  }
+  void Kill(size_t i) {
+    if (pids_[i] > 0) {
+      kill(pids_[i], SIGKILL);
+      waitpid(pids_[i], nullptr, 0);
+      pids_[i] = -1;
+    }
+  }
+  bool alive(size_t i) const { return pids_[i] > 0; }
+  std::string NodeId(size_t i) const { return Command(i, {"CLUSTER", "MYID"}).str; }
+  bool IsMaster(size_t i) const {
+    return Command(i, {"ROLE"}).elements.size() > 0 && Command(i, {"ROLE"}).elements[0].str == "master";
+  }
+
+  // Every live node says cluster_state:ok, all 16384 slots are served by live
+  // masters, and every live replica's link is up.
+  bool Healthy() const {
+    for (size_t i = 0; i < ports_.size(); ++i) {
+      if (!alive(i)) continue;
+      if (Command(i, {"CLUSTER", "INFO"}).str.find("cluster_state:ok") == std::string::npos) return false;
+      const AdminReply repl = Command(i, {"INFO", "replication"});
+      if (repl.str.find("role:slave") != std::string::npos &&
+          repl.str.find("master_link_status:up") == std::string::npos)
+        return false;
+      const AdminReply slots = Command(i, {"CLUSTER", "SLOTS"});
+      long long covered = 0;
+      for (const AdminReply& r : slots.elements) {
+        if (r.elements.size() < 3) return false;
+        const size_t m = IndexOfPort(int(r.elements[2].elements[1].integer));
+        if (m == size_t(-1) || !alive(m)) return false;
+        covered += r.elements[1].integer - r.elements[0].integer + 1;
+      }
+      if (covered != 16384) return false;
+    }
+    return true;
+  }
+  bool WaitHealthy(int timeout_ms) const {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < end) {
+      if (Healthy()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+ private:
+  std::string Start() {
+    if (!ExeOnPath("redis-server") || !ExeOnPath("redis-cli")) return "redis-server or redis-cli is not on PATH";
+    char tmpl[] = "/tmp/swa-redis-cluster-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return "mkdtemp failed";
+    dir_ = tmpl;
+    const int n = spec_.masters * (1 + spec_.replicas);
+    for (int i = 0; i < n; ++i) {
+      const int port = FreeClusterPort();
+      if (port < 0) return "no free port pair";
+      std::vector<std::string> args = {
+          "redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
+          "--cluster-enabled", "yes", "--cluster-config-file", dir_ + "/nodes-" + std::to_string(port) + ".conf",
+          "--cluster-node-timeout", std::to_string(spec_.node_timeout_ms),
+          "--cluster-replica-validity-factor", "0", "--dir", dir_, "--save", "", "--appendonly", "no",
+          "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", "--daemonize", "no",
+          "--loglevel", "warning", "--logfile", dir_ + "/log-" + std::to_string(port) + ".txt"};
+      if (!spec_.password.empty()) {
+        for (const char* a : {"--requirepass", "--masterauth"}) {
+          args.push_back(a);
+          args.push_back(spec_.password);
+        }
+      }
+      const pid_t pid = SpawnQuiet(args);
+      if (pid < 0) return "cannot start redis-server";
+      pids_.push_back(pid);
+      ports_.push_back(port);
+    }
+    for (size_t i = 0; i < ports_.size(); ++i) {
+      bool up = false;
+      for (int t = 0; t < 200 && !up; ++t) {
+        up = Command(i, {"PING"}).str == "PONG";
+        if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+      if (!up) return "redis-server on port " + std::to_string(ports_[i]) + " did not come up";
+    }
+    std::vector<std::string> create = {"redis-cli", "--cluster", "create"};
+    for (size_t i = 0; i < ports_.size(); ++i) create.push_back(address(i));
+    create.insert(create.end(), {"--cluster-replicas", std::to_string(spec_.replicas), "--cluster-yes"});
+    if (!spec_.password.empty()) create.insert(create.end(), {"-a", spec_.password, "--no-auth-warning"});
+    const pid_t cli = SpawnQuiet(create);
+    int status = 0;
+    if (cli < 0 || waitpid(cli, &status, 0) != cli || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return "redis-cli --cluster create failed";
+    if (!WaitHealthy(20000)) return "the cluster did not become healthy within 20 s";
+    return "";
+  }
+
+  ClusterSpec spec_;
+  std::string dir_;
+  std::vector<pid_t> pids_;
+  std::vector<int> ports_;
+  std::string error_;
+};
+
+}  // namespace swa::testing
+
+#endif  // SWACACHE_HAVE_REDIS
