@@ -146,6 +146,13 @@ typedef enum swa_backend {
   SWA_BACKEND_CUDA = 2  /**< Device memory, CUDA kernels. */
 } swa_backend_t;
 
+/** \brief How a layer's rotary dims are paired (\ref sem_rope). Values pinned. */
+typedef enum swa_rope_style {
+  SWA_ROPE_NONE = 0, /**< No rotation inside the step (the engine rotates, or no RoPE). */
+  SWA_ROPE_NEOX = 1, /**< "Rotate half": dim i pairs with dim i + n/2 of the rotary slice. */
+  SWA_ROPE_GPTJ = 2  /**< Interleaved: dims 2i and 2i + 1 of the rotary slice pair up. */
+} swa_rope_style_t;
+
 /* ---- Configuration ------------------------------------------------------ */
 
 /** \brief Description of one SWA layer. Fill with swa_layer_desc_init(). */
@@ -159,9 +166,28 @@ typedef struct swa_layer_desc {
   swa_format_t kv_format;     /**< Ring storage format. Default SWA_FORMAT_MXFP8. */
   uint32_t compress_ratio;    /**< c of the compression state; 0 = none. Default 0. */
   uint32_t compress_entry_bytes; /**< Bytes of one compression entry. Default 0. */
-  float rope_theta;           /**< RoPE base (informational). Default 10000. */
-  uint32_t rope_dims;         /**< Rotary dims (informational). Default 0. */
+  float rope_theta;           /**< RoPE base; used when rope_style is not NONE. Default 10000. */
+  uint32_t rope_dims;         /**< Rotary dims n (even); used when rope_style is not NONE. Default 0. */
   uint32_t has_sinks;         /**< 1: the layer has per-head attention sinks. Default 0. */
+  /* Appended in 0.2.0 (a struct_size without them means: no RoPE, no soft-cap). */
+  /** Rotate q and the new keys inside swa_step by each token's position
+   *  (\ref sem_rope). Default SWA_ROPE_NONE. */
+  swa_rope_style_t rope_style;
+  uint32_t rope_first_dim;    /**< First rotary dim of each head; first + n <= head_dim. Default 0. */
+  float rope_yarn_factor;     /**< YaRN context factor; 0 or 1 = plain RoPE. Default 0. */
+  uint32_t rope_yarn_original_max_positions; /**< YaRN: pre-extension context length. Default 4096. */
+  float rope_yarn_beta_fast;  /**< YaRN: high-frequency boundary (rotations). Default 32. */
+  float rope_yarn_beta_slow;  /**< YaRN: low-frequency boundary (rotations). Default 1. */
+  uint32_t rope_yarn_truncate; /**< YaRN: 1 rounds the boundary dims (floor/ceil). Default 1. */
+  /** Multiplies cos and sin (so every logit by its square); 0 = the YaRN
+   *  default 0.1 ln(factor) + 1, or 1 without YaRN. Default 0. */
+  float rope_attention_factor;
+  /** 1: rotate the output's rotary dims back by minus the query position
+   *  (DeepSeek-V4, where V is the rotated key vector). Default 0. */
+  uint32_t rope_derotate_output;
+  /** s = cap * tanh(s / cap) on the scaled logits before the softmax (Gemma-2);
+   *  0 = off. Default 0. */
+  float logit_softcap;
 } swa_layer_desc_t;
 
 /** \brief Fill *desc with the defaults listed on swa_layer_desc_t (a
@@ -627,6 +653,11 @@ typedef struct swa_step_args {
   const float* sinks;      /**< [Hq] sink logits: required for layers with has_sinks, else NULL. */
   float softmax_scale;     /**< Score scale; 0 = 1/sqrt(D). Default 0. */
   void* stream;            /**< cudaStream_t on the CUDA backend; ignored on the CPU. */
+  /* Appended in 0.2.0. */
+  /** Optional [T, Hq] FP32 output: ln of each row's softmax denominator over
+   *  the scaled (and capped) logits, sink included; -inf for a row with no key
+   *  and no sink (\ref sem_attention). For swa_attention_merge(). Default NULL. */
+  float* lse;
 } swa_step_args_t;
 
 /** \brief Fill *args with the defaults listed on swa_step_args_t (all pointers NULL).
@@ -684,6 +715,49 @@ typedef struct swa_cache_stats {
  *  \retval SWA_OK, or SWA_INVALID_ARGUMENT for NULL or a bad struct_size.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t* out);
+
+/** \brief Arguments of swa_attention_merge(). Fill with swa_merge_args_init().
+ *
+ *  Two partial attentions over disjoint key sets of the same query rows, each
+ *  with its per-row LSE (as swa_step() writes it in `lse`), combined into the
+ *  attention over the union of the key sets (\ref sem_merge). Tensors are
+ *  host memory on the CPU backend, device memory on the CUDA backend; all are
+ *  borrowed for the call only. */
+typedef struct swa_merge_args {
+  size_t struct_size;   /**< sizeof(swa_merge_args_t), set by init. */
+  int64_t rows;         /**< Query rows (e.g. T * Hq), >= 0; 0 is a no-op. Default 0. */
+  uint32_t head_dim;    /**< Values per row, >= 1. Default 0. */
+  swa_dtype_t dtype;    /**< Element type of out_a, out_b and out. Default SWA_DTYPE_FP32. */
+  const void* out_a;    /**< [rows, head_dim]: attention over key set A. */
+  const float* lse_a;   /**< [rows]: its LSE; -inf for a row that saw no key (and no sink) in A. */
+  const void* out_b;    /**< [rows, head_dim]: attention over key set B. */
+  const float* lse_b;   /**< [rows]: its LSE. */
+  void* out;            /**< [rows, head_dim]: the merged attention; may be out_a or out_b. */
+  float* lse;           /**< [rows]: the merged LSE; may be NULL, lse_a or lse_b. */
+  void* stream;         /**< cudaStream_t on the CUDA backend; ignored on the CPU. */
+} swa_merge_args_t;
+
+/** \brief Fill *args with the defaults listed on swa_merge_args_t (pointers NULL).
+ *  \param[out] args Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_merge_args_init(swa_merge_args_t* args);
+
+/** \brief Merge two partial attentions over disjoint key sets (\ref sem_merge):
+ *  per row, with m = max(lse_a, lse_b), w_a = exp(lse_a - m), w_b = exp(lse_b - m):
+ *  out = (w_a out_a + w_b out_b) / (w_a + w_b) and lse = m + ln(w_a + w_b),
+ *  computed in FP32. A row whose two LSEs are both -inf gets out = 0 and
+ *  lse = -inf; a -inf part contributes nothing; any difference of LSEs is safe
+ *  (no overflow). A sink belongs to exactly one part: give it to one call of
+ *  swa_step() (sinks) and not to the engine's other attention.
+ *  \param[in] cache Selects the backend (host or device pointers); its slots
+ *  are not touched.
+ *  \param[in] args The tensors and sizes.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size,
+ *  a negative rows, head_dim = 0, NULL tensors (when rows > 0), an unknown
+ *  dtype, or sizes that overflow.
+ *  \note Thread-safe; on the CUDA backend the work is enqueued on args->stream. */
+SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args);
 
 /* ---- Codec -------------------------------------------------------------- */
 

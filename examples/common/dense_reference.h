@@ -24,6 +24,95 @@ struct DenseShape {
   bool shared_kv;
   double scale;
   const float* sinks;  // [Hq] or nullptr
+  double softcap = 0;  // > 0: z = softcap * tanh(z / softcap)
+  double* lse = nullptr;  // [Hq] out: ln of the softmax denominator, or nullptr
+};
+
+// RoPE as the references (Hugging Face transformers) compute it, written here
+// independently of the library: FP32 frequencies (plain, or YaRN in the
+// reference's operation order), FP32 angle and cos/sin, FP32 rotation without
+// fused multiply-adds.
+struct Rope {
+  swa_rope_style_t style = SWA_ROPE_NONE;
+  int first = 0, dims = 0;
+  float theta = 10000.0f;
+  float yarn_factor = 0, beta_fast = 32, beta_slow = 1;
+  int original_max = 4096;
+  bool truncate = true;
+  float attention_factor = 0;  // 0 = default
+  bool derotate = false;
+
+  bool on() const { return style != SWA_ROPE_NONE; }
+  std::vector<float> InvFreq() const {
+    const int half = dims / 2;
+    std::vector<float> f(half);
+    std::vector<float> pos(half);
+    for (int i = 0; i < half; ++i) pos[i] = std::pow(theta, float(2 * i) / float(dims));
+    if (!(yarn_factor > 1.0f)) {
+      for (int i = 0; i < half; ++i) f[i] = 1.0f / pos[i];
+      return f;
+    }
+    auto corr = [&](double r) {
+      return double(dims) * std::log(double(original_max) / (r * 2.0 * M_PI)) /
+             (2.0 * std::log(double(theta)));
+    };
+    double lo = corr(beta_fast), hi = corr(beta_slow);
+    if (truncate) lo = std::floor(lo), hi = std::ceil(hi);
+    lo = std::max(lo, 0.0);
+    hi = std::min(hi, double(dims - 1));
+    if (lo == hi) hi += 0.001;
+    for (int i = 0; i < half; ++i) {
+      float ramp = (float(i) - float(lo)) / float(hi - lo);
+      ramp = std::min(1.0f, std::max(0.0f, ramp));
+      const float e = 1.0f - ramp;
+      f[i] = (1.0f / (yarn_factor * pos[i])) * (1.0f - e) + (1.0f / pos[i]) * e;
+    }
+    return f;
+  }
+  float Factor() const {
+    if (attention_factor > 0) return attention_factor;
+    return yarn_factor > 1.0f ? float(0.1 * std::log(double(yarn_factor)) + 1.0) : 1.0f;
+  }
+  void Pair(int i, int* a, int* b) const {
+    if (style == SWA_ROPE_GPTJ) *a = first + 2 * i, *b = first + 2 * i + 1;
+    else *a = first + i, *b = first + i + dims / 2;
+  }
+  // Rotates `heads` head vectors of `d` floats in place by position p.
+  void Rotate(float* v, int heads, int d, int p) const {
+    if (!on()) return;
+    const std::vector<float> f = InvFreq();
+    const float af = Factor();
+    for (int i = 0; i < dims / 2; ++i) {
+      const float angle = float(p) * f[i];
+      const float c = std::cos(angle) * af, s = std::sin(angle) * af;
+      int a, b;
+      Pair(i, &a, &b);
+      for (int h = 0; h < heads; ++h) {
+        float* x = v + size_t(h) * d;
+        const float xa = x[a], xb = x[b];
+        const float t1 = xa * c, t2 = xb * s, t3 = xb * c, t4 = xa * s;
+        x[a] = t1 - t2;
+        x[b] = t3 + t4;
+      }
+    }
+  }
+  // The inverse rotation (no attention factor) in FP64 of an output row.
+  void Derotate(double* v, int heads, int d, int p) const {
+    if (!on() || !derotate) return;
+    const std::vector<float> f = InvFreq();
+    for (int i = 0; i < dims / 2; ++i) {
+      const float angle = float(p) * f[i];
+      const double c = std::cos(angle), s = std::sin(angle);
+      int a, b;
+      Pair(i, &a, &b);
+      for (int h = 0; h < heads; ++h) {
+        double* x = v + size_t(h) * d;
+        const double xa = x[a], xb = x[b];
+        x[a] = xa * c + xb * s;
+        x[b] = xb * c - xa * s;
+      }
+    }
+  }
 };
 
 // keys/values: [n_pos, Hkv, D] (already dequantised through the layer format);
@@ -48,6 +137,7 @@ inline void DenseAttention(const DenseShape& s, const std::vector<float>& keys,
       const float* k = &keys[(size_t(j) * s.kv_heads + g) * D];
       for (int d = 0; d < D; ++d) dot += double(q[h * D + d]) * double(k[d]);
       z[j] = s.scale * dot;
+      if (s.softcap > 0) z[j] = s.softcap * std::tanh(z[j] / s.softcap);
       m = std::max(m, z[j]);
     }
     double denom = s.sinks ? std::exp(double(s.sinks[h]) - m) : 0.0;
@@ -61,6 +151,7 @@ inline void DenseAttention(const DenseShape& s, const std::vector<float>& keys,
       for (int d = 0; d < D; ++d) acc[d] += e * double(v[d]);
     }
     for (int d = 0; d < D; ++d) out[h * D + d] = denom > 0 ? acc[d] / denom : 0.0;
+    if (s.lse != nullptr) s.lse[h] = denom > 0 ? m + std::log(denom) : neg_inf;
   }
 }
 
@@ -89,6 +180,8 @@ class ReferenceModel {
     int q_heads, kv_heads, head_dim;
     bool shared_kv;
     std::vector<float> sinks;  // empty = no sinks
+    Rope rope = {};
+    double softcap = 0;
   };
   ReferenceModel(int window, std::vector<Layer> layers)
       : window_(window), layers_(std::move(layers)) {}
@@ -98,7 +191,9 @@ class ReferenceModel {
   void Write(int seq, int layer, int q_start, int seqlen_q, const float* k, const float* v) {
     const Layer& c = layers_[layer];
     const size_t tok = size_t(c.kv_heads) * c.head_dim;
-    const std::vector<float> kin(k, k + seqlen_q * tok);
+    std::vector<float> kin(k, k + seqlen_q * tok);
+    for (int t = 0; t < seqlen_q; ++t)
+      c.rope.Rotate(kin.data() + t * tok, c.kv_heads, c.head_dim, q_start + t);
     const std::vector<float> kq = ThroughFormat(c.format, c.head_dim, kin);
     std::vector<float> vq = kq;
     if (!c.shared_kv) vq = ThroughFormat(c.format, c.head_dim, std::vector<float>(v, v + seqlen_q * tok));
@@ -110,14 +205,21 @@ class ReferenceModel {
     h.n = q_start + seqlen_q;
   }
 
-  // Expected output [Hq, D] of the token at `p` with query q [Hq, D].
-  void Expected(int seq, int layer, int p, int valid_start, const float* q, double* out) const {
+  // Expected output [Hq, D] (and LSE [Hq] when `lse`) of the token at `p`
+  // with query q [Hq, D] (before any RoPE).
+  void Expected(int seq, int layer, int p, int valid_start, const float* q, double* out,
+                double* lse = nullptr) const {
     const Layer& c = layers_[layer];
     const History& h = hist_.at({seq, layer});
-    const DenseShape shape{c.q_heads, c.kv_heads, c.head_dim, window_, c.shared_kv,
-                           1.0 / std::sqrt(double(c.head_dim)),
-                           c.sinks.empty() ? nullptr : c.sinks.data()};
-    DenseAttention(shape, h.k, h.v, h.n, p, valid_start, q, out);
+    DenseShape shape{c.q_heads, c.kv_heads, c.head_dim, window_, c.shared_kv,
+                     1.0 / std::sqrt(double(c.head_dim)),
+                     c.sinks.empty() ? nullptr : c.sinks.data()};
+    shape.softcap = c.softcap;
+    shape.lse = lse;
+    std::vector<float> qr(q, q + size_t(c.q_heads) * c.head_dim);
+    c.rope.Rotate(qr.data(), c.q_heads, c.head_dim, p);
+    DenseAttention(shape, h.k, h.v, h.n, p, valid_start, qr.data(), out);
+    c.rope.Derotate(out, c.q_heads, c.head_dim, p);
   }
 
   const Layer& layer(int i) const { return layers_[i]; }

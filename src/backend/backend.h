@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "backend/merge_work.h"
 #include "backend/project_work.h"
 #include "backend/step_work.h"
 #include "layout/model_spec.h"
@@ -54,6 +55,9 @@ class Backend {
 
   // The merged projection GEMM of swa_project().
   virtual absl::Status Project(const ProjectWork& work) = 0;
+
+  // swa_attention_merge: two partial attentions into one, row by row.
+  virtual absl::Status Merge(const MergeWork& work) = 0;
 };
 
 // The backend of `kind` (CUDA: on device `device`; CPU: `num_threads` threads,

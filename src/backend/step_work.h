@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "common/records.h"
+#include "layout/rope_table.h"
 
 namespace swa {
 
@@ -23,6 +24,8 @@ struct StepLayer {
   int kv_heads = 0;
   int head_dim = 0;
   bool shared_kv = true;
+  const RopeTable* rope = nullptr;  // never null; rope->on() false = no rotation
+  float softcap = 0;                // logit soft-cap; 0 = off
 };
 
 // The caller's tensors of one layer (swa_step_args_t without struct_size).
@@ -38,6 +41,7 @@ struct StepTensors {
   const float* sinks = nullptr;  // [Hq] or nullptr
   float softmax_scale = 0;       // 0 = 1/sqrt(D)
   void* stream = nullptr;
+  float* lse = nullptr;          // [T, Hq] or nullptr
 };
 
 // A built plan's arrays, pointing into the plan (valid while it is not rebuilt).

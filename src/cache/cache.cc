@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Create(const ModelSpec& spec,
       return absl::Status(st.code(), absl::StrFormat("layers[%u]: %s", i, st.message()));
 
   std::unique_ptr<Cache> cache(new Cache(std::move(layout), std::move(backend)));
+  for (const LayerSpec& l : spec.layers) cache->rope_.push_back(MakeRopeTable(l.rope));
   const Layout& lay = cache->layout_;
   if (options.pool != nullptr) {
     const auto addr = reinterpret_cast<uintptr_t>(options.pool);
@@ -59,6 +60,8 @@ StepLayer Cache::StepLayerOf(uint32_t layer) const {
   l.kv_heads = static_cast<int>(spec.kv_heads);
   l.head_dim = static_cast<int>(spec.head_dim);
   l.shared_kv = spec.shared_kv;
+  l.rope = &rope_[layer];
+  l.softcap = spec.logit_softcap;
   return l;
 }
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
@@ -72,6 +73,7 @@ class Cache {
   uint8_t* pool_ = nullptr;
   bool owns_pool_ = false;
   CacheCounters counters_;
+  std::vector<RopeTable> rope_;  // per layer, computed once
 
   // ---- External KV store --------------------------------------------------------
   mutable absl::Mutex store_mu_;

@@ -2,6 +2,7 @@
 // conversion of a swa_config_t that swa_layout_compute and swa_cache_create share.
 #include "capi/config_api.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "capi/error.h"
@@ -17,10 +18,39 @@ static_assert(SWA_SCALE_CEIL == static_cast<int>(ScaleMode::kCeil) &&
               SWA_SCALE_FLOOR == static_cast<int>(ScaleMode::kFloor));
 static_assert(SWA_LAYER_STORED == static_cast<int>(Role::kStored) &&
               SWA_LAYER_DROPPED == static_cast<int>(Role::kDropped));
+static_assert(SWA_ROPE_NONE == static_cast<int>(RopeStyle::kNone) &&
+              SWA_ROPE_NEOX == static_cast<int>(RopeStyle::kNeox) &&
+              SWA_ROPE_GPTJ == static_cast<int>(RopeStyle::kGptj));
 static_assert(SWA_BACKEND_CPU == static_cast<int>(BackendKind::kCpu) &&
               SWA_BACKEND_CUDA == static_cast<int>(BackendKind::kCuda));
 static_assert(SWA_DTYPE_FP32 == static_cast<int>(Dtype::kFp32) &&
               SWA_DTYPE_BF16 == static_cast<int>(Dtype::kBf16));
+
+// sizeof(swa_layer_desc_t) in 0.1, before the RoPE and soft-cap fields.
+constexpr size_t kLayerDescV1 = offsetof(swa_layer_desc_t, rope_style);
+
+absl::Status ConvertRope(const swa_layer_desc_t& d, uint32_t i, RopeSpec* r) {
+  const int32_t style = RawEnum(d.rope_style);
+  if (style != SWA_ROPE_NONE && style != SWA_ROPE_NEOX && style != SWA_ROPE_GPTJ)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layers[%u].rope_style = %d is not a swa_rope_style_t value", i, style));
+  if (d.rope_yarn_truncate > 1 || d.rope_derotate_output > 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layers[%u]: rope_yarn_truncate = %u and rope_derotate_output = %u must be 0 or 1", i,
+        d.rope_yarn_truncate, d.rope_derotate_output));
+  r->style = static_cast<RopeStyle>(style);
+  r->first_dim = d.rope_first_dim;
+  r->dims = d.rope_dims;
+  r->theta = d.rope_theta;
+  r->yarn_factor = d.rope_yarn_factor;
+  r->yarn_original_max_positions = d.rope_yarn_original_max_positions;
+  r->yarn_beta_fast = d.rope_yarn_beta_fast;
+  r->yarn_beta_slow = d.rope_yarn_beta_slow;
+  r->yarn_truncate = d.rope_yarn_truncate != 0;
+  r->attention_factor = d.rope_attention_factor;
+  r->derotate_output = d.rope_derotate_output != 0;
+  return absl::OkStatus();
+}
 
 absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out) {
   const int32_t role = RawEnum(d.role), format = RawEnum(d.kv_format);
@@ -42,9 +72,9 @@ absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out)
   out->format = static_cast<Format>(format);
   out->compress_ratio = d.compress_ratio;
   out->compress_entry_bytes = d.compress_entry_bytes;
-  out->rope_theta = d.rope_theta;
-  out->rope_dims = d.rope_dims;
   out->has_sinks = d.has_sinks != 0;
+  out->logit_softcap = d.logit_softcap;
+  SWA_RETURN_IF_ERROR(ConvertRope(d, i, &out->rope));
   return absl::OkStatus();
 }
 
@@ -76,12 +106,14 @@ absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOpt
 
   // The array stride is the caller's sizeof(swa_layer_desc_t), read from layers[0].
   const size_t stride = c.layers[0].struct_size;
-  SWA_RETURN_IF_ERROR(CheckStructSize(stride, sizeof(swa_layer_desc_t), "swa_layer_desc_t"));
+  SWA_RETURN_IF_ERROR(CheckStructSize2(stride, kLayerDescV1, sizeof(swa_layer_desc_t),
+                                       "swa_layer_desc_t"));
   const auto* base = reinterpret_cast<const unsigned char*>(c.layers);
   spec->layers.resize(c.num_layers);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     swa_layer_desc_t d;
-    std::memcpy(&d, base + i * stride, sizeof d);
+    swa_layer_desc_init(&d);  // fields the caller's (older) struct lacks keep their defaults
+    std::memcpy(&d, base + i * stride, stride);
     if (d.struct_size != stride)
       return absl::InvalidArgumentError(absl::StrFormat(
           "layers[%u].struct_size = %u differs from layers[0].struct_size = %u", i, d.struct_size,
@@ -122,9 +154,19 @@ SWA_API void swa_layer_desc_init(swa_layer_desc_t* desc) {
   desc->kv_format = SWA_FORMAT_MXFP8;
   desc->compress_ratio = 0;
   desc->compress_entry_bytes = 0;
-  desc->rope_theta = d.rope_theta;
+  desc->rope_theta = d.rope.theta;
   desc->rope_dims = 0;
   desc->has_sinks = 0;
+  desc->rope_style = SWA_ROPE_NONE;
+  desc->rope_first_dim = 0;
+  desc->rope_yarn_factor = d.rope.yarn_factor;
+  desc->rope_yarn_original_max_positions = d.rope.yarn_original_max_positions;
+  desc->rope_yarn_beta_fast = d.rope.yarn_beta_fast;
+  desc->rope_yarn_beta_slow = d.rope.yarn_beta_slow;
+  desc->rope_yarn_truncate = d.rope.yarn_truncate ? 1 : 0;
+  desc->rope_attention_factor = d.rope.attention_factor;
+  desc->rope_derotate_output = 0;
+  desc->logit_softcap = d.logit_softcap;
 }
 
 SWA_API void swa_config_init(swa_config_t* config) {

@@ -65,6 +65,13 @@ inline absl::Status CheckStructSize(size_t got, size_t expected, const char* typ
   return absl::OkStatus();
 }
 
+// A struct that gained fields: its size in 0.1 (up to `first_new_field`) is
+// accepted too, and the caller's bytes are read over this library's defaults.
+inline absl::Status CheckStructSize2(size_t got, size_t v1, size_t current, const char* type) {
+  if (got == v1) return absl::OkStatus();
+  return CheckStructSize(got, current, type);
+}
+
 #define SWA_CHECK_NOT_NULL(ptr) \
   do {                          \
     if ((ptr) == nullptr) return ::swa::capi::NullArg(#ptr); \

@@ -1,4 +1,6 @@
-// The Step section: swa_step_args_init, swa_step, swa_cache_stats.
+// The Step section: swa_step_args_init, swa_step, swa_cache_stats,
+// swa_merge_args_init, swa_attention_merge.
+#include <cstddef>
 #include <cstring>
 
 #include "capi/enums.h"
@@ -11,6 +13,9 @@ using swa::capi::Guard;
 
 namespace swa::capi {
 namespace {
+
+// sizeof(swa_step_args_t) in 0.1, before `lse`.
+constexpr size_t kStepArgsV1 = offsetof(swa_step_args_t, lse);
 
 // The one conversion of the caller's arguments; backends read the result.
 absl::Status ConvertArgs(const swa_step_args_t& a, StepTensors* t) {
@@ -25,6 +30,34 @@ absl::Status ConvertArgs(const swa_step_args_t& a, StepTensors* t) {
   t->sinks = a.sinks;
   t->softmax_scale = a.softmax_scale;
   t->stream = a.stream;
+  t->lse = a.struct_size > kStepArgsV1 ? a.lse : nullptr;  // a 0.1 struct ends before it
+  return absl::OkStatus();
+}
+
+absl::Status ConvertMerge(const swa_merge_args_t& a, MergeWork* w) {
+  SWA_ASSIGN_OR_RETURN(w->dtype, ConvertDtype(a.dtype, "dtype"));
+  if (a.rows < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("rows = %d is negative", a.rows));
+  if (a.head_dim == 0) return absl::InvalidArgumentError("head_dim = 0");
+  if (static_cast<uint64_t>(a.rows) * a.head_dim >= (uint64_t{1} << 60))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rows = %d, head_dim = %u: the tensor size overflows", a.rows, a.head_dim));
+  if (a.rows > 0) {
+    if (a.out_a == nullptr) return NullArg("out_a");
+    if (a.lse_a == nullptr) return NullArg("lse_a");
+    if (a.out_b == nullptr) return NullArg("out_b");
+    if (a.lse_b == nullptr) return NullArg("lse_b");
+    if (a.out == nullptr) return NullArg("out");
+  }
+  w->rows = a.rows;
+  w->dim = a.head_dim;
+  w->out_a = a.out_a;
+  w->lse_a = a.lse_a;
+  w->out_b = a.out_b;
+  w->lse_b = a.lse_b;
+  w->out = a.out;
+  w->lse = a.lse;
+  w->stream = a.stream;
   return absl::OkStatus();
 }
 
@@ -45,7 +78,9 @@ SWA_API swa_status_t swa_step(swa_cache_t* cache, swa_plan_t* plan, const swa_st
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_RETURN_IF_ERROR(swa::capi::CheckPlan(plan));
-    SWA_CHECK_STRUCT(args, swa_step_args_t);
+    SWA_CHECK_NOT_NULL(args);
+    SWA_RETURN_IF_ERROR(swa::capi::CheckStructSize2(args->struct_size, swa::capi::kStepArgsV1,
+                                                    sizeof(swa_step_args_t), "swa_step_args_t"));
     swa::StepTensors tensors;
     SWA_RETURN_IF_ERROR(swa::capi::ConvertArgs(*args, &tensors));
     if (plan->cache != cache->impl.get())
@@ -67,6 +102,23 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
     out->max_slots = c.layout().max_slots();
     out->pool_bytes = c.layout().pool_bytes();
     return absl::OkStatus();
+  });
+}
+
+SWA_API void swa_merge_args_init(swa_merge_args_t* args) {
+  if (args == nullptr) return;
+  swa::capi::ResetStruct(args);
+  args->dtype = SWA_DTYPE_FP32;
+}
+
+SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args) {
+  return Guard([&]() -> absl::Status {
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
+    SWA_CHECK_STRUCT(args, swa_merge_args_t);
+    swa::MergeWork w;
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertMerge(*args, &w));
+    if (w.rows == 0) return absl::OkStatus();
+    return cache->impl->backend().Merge(w);
   });
 }
 

@@ -16,11 +16,6 @@ using swa::capi::Guard;
 namespace swa::capi {
 namespace {
 
-absl::Status CheckCache(const swa_cache_t* cache) {
-  if (cache == nullptr || cache->impl == nullptr) return NullArg("cache");
-  return absl::OkStatus();
-}
-
 // Validates the key pointer and length; returns it as a view.
 absl::StatusOr<std::string_view> KeyArg(const uint8_t* key, size_t key_len) {
   if (key == nullptr) return NullArg("key");

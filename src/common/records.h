@@ -18,6 +18,9 @@ enum class Format : uint32_t { kMxfp8 = 0, kBf16 = 1, kFp32 = 2 };
 // MXFP8 scale rule (== swa_scale_mode_t).
 enum class ScaleMode : uint32_t { kCeil = 0, kFloor = 1 };
 
+// How a layer's rotary dims pair up (== swa_rope_style_t).
+enum class RopeStyle : uint32_t { kNone = 0, kNeox = 1, kGptj = 2 };
+
 // Values per MXFP8 block (one E8M0 scale each).
 inline constexpr uint32_t kMxfp8Block = 32;
 

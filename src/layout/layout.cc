@@ -1,5 +1,6 @@
 #include "layout/layout.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -31,6 +32,37 @@ absl::Status Invalid(const absl::FormatSpec<Args...>& fmt, const Args&... args) 
   return absl::InvalidArgumentError(absl::StrFormat(fmt, args...));
 }
 
+absl::Status ValidateRope(const RopeSpec& r, uint32_t head_dim, uint32_t i) {
+  if (r.style != RopeStyle::kNone && r.style != RopeStyle::kNeox && r.style != RopeStyle::kGptj)
+    return Invalid("layers[%u].rope_style = %u is not a swa_rope_style_t value", i,
+                   static_cast<uint32_t>(r.style));
+  if (r.style == RopeStyle::kNone) return absl::OkStatus();
+  if (r.dims == 0 || r.dims % 2 != 0)
+    return Invalid("layers[%u].rope_dims = %u must be even and > 0 when rope_style is set", i,
+                   r.dims);
+  if (uint64_t{r.first_dim} + r.dims > head_dim)
+    return Invalid("layers[%u]: rope_first_dim + rope_dims = %u + %u exceeds head_dim = %u", i,
+                   r.first_dim, r.dims, head_dim);
+  if (!std::isfinite(r.theta) || r.theta <= 1.0f)
+    return Invalid("layers[%u].rope_theta = %g must be finite and > 1", i, r.theta);
+  if (!std::isfinite(r.yarn_factor) || r.yarn_factor < 0)
+    return Invalid("layers[%u].rope_yarn_factor = %g must be finite and >= 0", i, r.yarn_factor);
+  if (r.yarn_factor > 1) {
+    if (r.yarn_original_max_positions == 0)
+      return Invalid("layers[%u].rope_yarn_original_max_positions = 0 with YaRN", i);
+    if (!std::isfinite(r.yarn_beta_fast) || !std::isfinite(r.yarn_beta_slow) ||
+        r.yarn_beta_fast <= 0 || r.yarn_beta_slow <= 0 || r.yarn_beta_slow > r.yarn_beta_fast)
+      return Invalid(
+          "layers[%u]: rope_yarn_beta_fast = %g, rope_yarn_beta_slow = %g must be finite with "
+          "0 < beta_slow <= beta_fast",
+          i, r.yarn_beta_fast, r.yarn_beta_slow);
+  }
+  if (!std::isfinite(r.attention_factor) || r.attention_factor < 0)
+    return Invalid("layers[%u].rope_attention_factor = %g must be finite and >= 0", i,
+                   r.attention_factor);
+  return absl::OkStatus();
+}
+
 absl::Status ValidateLayer(const LayerSpec& l, uint32_t i) {
   if (l.role != Role::kStored && l.role != Role::kDropped)
     return Invalid("layers[%u].role = %u is not a swa_layer_role_t value", i,
@@ -60,7 +92,9 @@ absl::Status ValidateLayer(const LayerSpec& l, uint32_t i) {
   if (l.compress_entry_bytes > (1u << 24))
     return Invalid("layers[%u].compress_entry_bytes = %u exceeds %u", i, l.compress_entry_bytes,
                    1u << 24);
-  return absl::OkStatus();
+  if (!std::isfinite(l.logit_softcap) || l.logit_softcap < 0)
+    return Invalid("layers[%u].logit_softcap = %g is not a finite value >= 0", i, l.logit_softcap);
+  return ValidateRope(l.rope, l.head_dim, i);
 }
 
 }  // namespace

@@ -8,6 +8,22 @@
 
 namespace swa {
 
+// RoPE of a layer as the engine configures it (docs/semantics.md, "RoPE inside
+// the step"); rope/rope_table.h turns it into frequencies once per cache.
+struct RopeSpec {
+  RopeStyle style = RopeStyle::kNone;
+  uint32_t first_dim = 0;
+  uint32_t dims = 0;             // n, even
+  float theta = 10000.0f;
+  float yarn_factor = 0;         // 0 or 1 = plain RoPE
+  uint32_t yarn_original_max_positions = 4096;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  bool yarn_truncate = true;
+  float attention_factor = 0;    // 0 = the default (YaRN: 0.1 ln F + 1, else 1)
+  bool derotate_output = false;
+};
+
 // Values equal the C enum in swacache.h.
 enum class Role : uint32_t { kStored = 0, kDropped = 1 };
 
@@ -20,9 +36,9 @@ struct LayerSpec {
   Format format = Format::kMxfp8;
   uint32_t compress_ratio = 0;        // c; 0 = no compression state
   uint32_t compress_entry_bytes = 0;  // bytes of one compression entry
-  float rope_theta = 10000.0f;        // informational
-  uint32_t rope_dims = 0;             // informational
   bool has_sinks = false;
+  RopeSpec rope;                      // rotation inside the step; style kNone = off
+  float logit_softcap = 0;            // cap * tanh(s / cap) on the scaled logits; 0 = off
 };
 
 struct ModelSpec {

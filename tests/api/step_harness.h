@@ -49,10 +49,21 @@ class StepHarness {
     c.num_layers = uint32_t(descs_.size());
     c.layers = descs_.data();
     std::vector<ReferenceModel::Layer> ref_layers;
-    for (size_t i = 0; i < cfg_.size(); ++i)
-      ref_layers.push_back({cfg_[i].format, cfg_[i].q_heads, cfg_[i].kv_heads, cfg_[i].head_dim,
-                            cfg_[i].shared_kv,
-                            cfg_[i].sinks ? sinks_[i] : std::vector<float>()});
+    for (size_t i = 0; i < cfg_.size(); ++i) {
+      const LayerCfg& c = cfg_[i];
+      Rope rope;
+      rope.style = c.rope_style;
+      rope.first = c.rope_first;
+      rope.dims = c.rope_dims;
+      rope.theta = c.rope_theta;
+      rope.yarn_factor = c.yarn_factor;
+      rope.original_max = c.yarn_original;
+      rope.truncate = c.yarn_truncate;
+      rope.attention_factor = c.rope_attention_factor;
+      rope.derotate = c.derotate;
+      ref_layers.push_back({c.format, c.q_heads, c.kv_heads, c.head_dim, c.shared_kv,
+                            c.sinks ? sinks_[i] : std::vector<float>(), rope, c.softcap});
+    }
     model_ = ReferenceModel(int(window), std::move(ref_layers));
     EXPECT_EQ(swa_cache_create(&c, &cache_), SWA_OK) << swa_last_error();
     EXPECT_EQ(swa_plan_create(cache_, &plan_), SWA_OK) << swa_last_error();
@@ -144,6 +155,8 @@ class StepHarness {
     a.out = out.data();
     a.out_dtype = out_dtype;
     a.sinks = c.sinks ? sinks_[l].data() : nullptr;
+    std::vector<float> lse(size_t(T) * c.q_heads, std::numeric_limits<float>::quiet_NaN());
+    a.lse = lse.data();
     if (swa_step(cache_, plan_, &a) != SWA_OK) {
       ADD_FAILURE() << "swa_step layer " << l << ": " << swa_last_error();
       return false;
@@ -152,7 +165,7 @@ class StepHarness {
     // Reference: record each sequence's new K/V, then attend densely.
     const size_t tok = size_t(c.kv_heads) * c.head_dim;
     const size_t qtok = size_t(c.q_heads) * c.head_dim;
-    std::vector<double> ref(qn);
+    std::vector<double> ref(qn), ref_lse(size_t(T) * c.q_heads);
     int t0 = 0;
     for (const StepSeq& s : seqs) {
       const int q_start = s.seqlen_k - s.seqlen_q;
@@ -160,7 +173,7 @@ class StepHarness {
                    v.data() + t0 * tok);
       for (int j = 0; j < s.seqlen_q; ++j)
         model_.Expected(int(s.slot), int(l), q_start + j, valid_[s.slot], q.data() + (t0 + j) * qtok,
-                        ref.data() + (t0 + j) * qtok);
+                        ref.data() + (t0 + j) * qtok, ref_lse.data() + size_t(t0 + j) * c.q_heads);
       t0 += s.seqlen_q;
     }
     last_out_.resize(qn);
@@ -180,6 +193,13 @@ class StepHarness {
       ADD_FAILURE() << "layer " << l << ": relative L2 error " << err << " > " << tol;
       return false;
     }
+    // The LSE is FP32 arithmetic on FP32 scores (BF16 only rounds the output).
+    for (size_t i = 0; i < lse.size(); ++i)
+      if (!(std::fabs(lse[i] - ref_lse[i]) <= 1e-4 * std::max(1.0, std::fabs(ref_lse[i])))) {
+        ADD_FAILURE() << "layer " << l << ": lse[" << i << "] = " << lse[i] << ", want "
+                      << ref_lse[i];
+        return false;
+      }
     return true;
   }
 

@@ -17,6 +17,45 @@ struct Case {
   std::vector<LayerCfg> layers;
 };
 
+// The last 64 of 512 dims rotated, interleaved pairs, YaRN as DeepSeek-V4's
+// compressed layers configure it, the output rotated back; sinks.
+LayerCfg DeepSeekV4Like(bool sinks) {
+  LayerCfg c{SWA_FORMAT_MXFP8, 16, 1, 512, true, sinks};
+  c.rope_style = SWA_ROPE_GPTJ;
+  c.rope_first = 448;
+  c.rope_dims = 64;
+  c.rope_theta = 160000.0f;
+  c.yarn_factor = 16.0f;
+  c.yarn_original = 65536;
+  c.rope_attention_factor = 1.0f;
+  c.derotate = true;
+  return c;
+}
+
+// The whole 64-dim head, rotate-half pairs, gpt-oss's YaRN (no truncation,
+// default attention factor), GQA 8 with separate K/V and sinks.
+LayerCfg GptOssLike(swa_format_t format) {
+  LayerCfg c{format, 16, 2, 64, false, true};
+  c.rope_style = SWA_ROPE_NEOX;
+  c.rope_dims = 64;
+  c.rope_theta = 150000.0f;
+  c.yarn_factor = 32.0f;
+  c.yarn_original = 4096;
+  c.yarn_truncate = false;
+  return c;
+}
+
+// A rotary slice in the middle of the head (dims 32 ... 63 of 96), plain
+// RoPE, and Gemma-2's logit soft-cap on small caps (so that it matters).
+LayerCfg PartialNeoxSoftcap(swa_format_t format) {
+  LayerCfg c{format, 6, 3, 96, false, false};
+  c.rope_style = SWA_ROPE_NEOX;
+  c.rope_first = 32;
+  c.rope_dims = 32;
+  c.softcap = 1.5f;
+  return c;
+}
+
 std::vector<Case> Cases() {
   return {
       // DeepSeek-V4-like: 64 heads on one shared 512-wide MXFP8 vector, sinks.
@@ -28,6 +67,11 @@ std::vector<Case> Cases() {
       // Plain MHA (ratio 1), FP32 and MXFP8, D 128.
       {"mha_fp32_d128", 9, 0,
        {{SWA_FORMAT_FP32, 4, 4, 128, false, false}, {SWA_FORMAT_MXFP8, 4, 4, 128, true, true}}},
+      // RoPE inside the step, soft-cap, LSE (checked on every case).
+      {"rope_deepseek_v4_like", 16, 5, {DeepSeekV4Like(true), DeepSeekV4Like(false)}},
+      {"rope_gpt_oss_like", 12, 3, {GptOssLike(SWA_FORMAT_BF16), GptOssLike(SWA_FORMAT_MXFP8)}},
+      {"rope_partial_softcap", 9, 1, {PartialNeoxSoftcap(SWA_FORMAT_FP32),
+                                     PartialNeoxSoftcap(SWA_FORMAT_MXFP8)}},
   };
 }
 

@@ -12,6 +12,16 @@ struct LayerCfg {
   swa_format_t format;
   int q_heads, kv_heads, head_dim;
   bool shared_kv, sinks;
+  // RoPE inside the step and the logit soft-cap (off by default).
+  swa_rope_style_t rope_style = SWA_ROPE_NONE;
+  int rope_first = 0, rope_dims = 0;
+  float rope_theta = 10000.0f;
+  float yarn_factor = 0;
+  int yarn_original = 4096;
+  bool yarn_truncate = true;
+  float rope_attention_factor = 0;
+  bool derotate = false;
+  float softcap = 0;
 };
 
 inline swa_layer_desc_t ToDesc(const LayerCfg& c, swa_layer_role_t role) {
@@ -24,6 +34,16 @@ inline swa_layer_desc_t ToDesc(const LayerCfg& c, swa_layer_role_t role) {
   d.head_dim = uint32_t(c.head_dim);
   d.shared_kv = c.shared_kv;
   d.has_sinks = c.sinks;
+  d.rope_style = c.rope_style;
+  d.rope_first_dim = uint32_t(c.rope_first);
+  d.rope_dims = uint32_t(c.rope_dims);
+  d.rope_theta = c.rope_theta;
+  d.rope_yarn_factor = c.yarn_factor;
+  d.rope_yarn_original_max_positions = uint32_t(c.yarn_original);
+  d.rope_yarn_truncate = c.yarn_truncate;
+  d.rope_attention_factor = c.rope_attention_factor;
+  d.rope_derotate_output = c.derotate;
+  d.logit_softcap = c.softcap;
   return d;
 }
 

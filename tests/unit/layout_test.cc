@@ -267,7 +267,7 @@ TEST(LayoutProperty, FingerprintTracksExactlyTheByteRelevantFields) {
     // Not byte-relevant: unchanged.
     { ModelSpec x = m; x.max_slots += 3; EXPECT_FALSE(changed(x)); }
     { ModelSpec x = m; x.layers[i].q_heads *= 2; EXPECT_FALSE(changed(x)); }
-    { ModelSpec x = m; x.layers[i].has_sinks = !m.layers[i].has_sinks; x.layers[i].rope_theta = 5e5f; EXPECT_FALSE(changed(x)); }
+    { ModelSpec x = m; x.layers[i].has_sinks = !m.layers[i].has_sinks; x.layers[i].rope.theta = 5e5f; x.layers[i].rope.style = RopeStyle::kNeox; x.layers[i].rope.dims = 32; x.layers[i].logit_softcap = 30; EXPECT_FALSE(changed(x)); }
   }
 }
 

@@ -146,6 +146,12 @@ void PrefetchRows(const float* x, ptrdiff_t ld, int n, int d) {
     for (int e = 0; e < d; e += 16) __builtin_prefetch(x + r * ld + e, 0, 2);
 }
 
+// Logit soft-cap in place: x = cap * tanh(x / cap).
+void SoftCap(float* x, int n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int j = 0; j < n; ++j) x[j] = cap * std::tanh(x[j] * inv);
+}
+
 // Rows [row0, row1) of KV head g of one problem; row i is token i / ratio,
 // query head g * ratio + i % ratio.
 void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const SeqProblem& pr, int g,
@@ -240,6 +246,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
         }
         std::fill(srow + th.begin, srow + rk.begin, 0.0f);
         std::fill(srow + rk.end, srow + th.end, 0.0f);
+        if (shape.softcap > 0) SoftCap(srow + rk.begin, rk.end - rk.begin, shape.softcap);
         const float chunk_max = kn.row_max(srow + rk.begin, rk.end - rk.begin);
         if (chunk_max > ws.m[i]) {
           const float factor = std::exp(ws.m[i] - chunk_max);
@@ -282,6 +289,9 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     } else {
       std::memset(dst, 0, sizeof(float) * d);
     }
+    if (pr.lse != nullptr)
+      pr.lse[static_cast<ptrdiff_t>(t) * hq + h] =
+          ws.l[i] != 0.0f ? ws.m[i] + std::log(ws.l[i]) : -std::numeric_limits<float>::infinity();
   }
 }
 

@@ -23,6 +23,7 @@ struct AttentionShape {
   int head_dim;        // D: HeadDimSupported(D)
   float scale;         // softmax scale (already resolved; never 0 here)
   const float* sinks;  // [Hq] unscaled sink logits, or nullptr
+  float softcap = 0;   // > 0: scores become softcap * tanh(score / softcap)
 };
 
 // One sequence's problem. Keys are a tile of consecutive positions; token t
@@ -39,6 +40,7 @@ struct SeqProblem {
   const int32_t* key_begin;  // [n_tokens]
   const int32_t* key_end;    // [n_tokens]
   float* out;                // [n_tokens, Hq, D]; must not overlap the inputs
+  float* lse = nullptr;      // [n_tokens, Hq]: ln of each row's denominator, or nullptr
 };
 
 // Computes o = sum_j exp(z_j - m) v_j / (sum_j exp(z_j - m) + exp(S_h - m)),

@@ -13,6 +13,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_step.h"
 #include "backend/cpu/gemm_cpu.h"
+#include "backend/cpu/merge_cpu.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace swa::cpu {
@@ -86,6 +87,11 @@ class CpuBackend final : public Backend {
 
   absl::Status Project(const ProjectWork& work) override {
     GemmBf16Cpu(work, &pool_);
+    return absl::OkStatus();
+  }
+
+  absl::Status Merge(const MergeWork& work) override {
+    MergeCpu(work, &pool_);
     return absl::OkStatus();
   }
 

@@ -7,6 +7,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/thread_pool.h"
 #include "codec/codec.h"
+#include "common/rope.h"
 
 namespace swa::cpu {
 namespace {
@@ -23,11 +24,15 @@ constexpr size_t kFusedSeqsPerThread = 4;
 
 // The calling thread's tile for fused sequences; only grows.
 thread_local std::vector<float> tls_fused_tile;
+// The calling thread's rotated key vectors and cos/sin of one position.
+thread_local std::vector<float> tls_rope_vec;
+thread_local std::vector<float> tls_rope_angles;
 
 class StepRunner {
  public:
   StepRunner(const StepWork& w, const CpuPreparedPlan& prep, ThreadPool* pool, StepScratch& s)
-      : w_(w), l_(w.layer), p_(w.plan), t_(*w.tensors), prep_(prep), pool_(pool), s_(s),
+      : w_(w), l_(w.layer), p_(w.plan), t_(*w.tensors), rope_(*w.layer.rope), prep_(prep),
+        pool_(pool), s_(s),
         d_(l_.head_dim), hkv_(l_.kv_heads), token_floats_(size_t(l_.kv_heads) * l_.head_dim) {}
 
   absl::Status Run(StepResult* result) {
@@ -42,6 +47,7 @@ class StepRunner {
       first = end;
     }
     StoreNewTokens();
+    DerotateOutputs();
     FinishOutputs();
     result->nonfinite_blocks += nonfinite_.load();
     return absl::OkStatus();
@@ -58,19 +64,28 @@ class StepRunner {
   }
 
   // New K (then V) vectors of every token, encoded once in the layer's format.
+  // New K (then V) vectors of every token, encoded once in the layer's format.
+  // With RoPE the keys are rotated by their positions first (FP32).
   void EncodeNewTokens() {
     const size_t bpt = l_.ring.bytes_per_token;
     s_.staged.resize(size_t(p_.n_tokens) * bpt);
     const size_t elem = t_.kv_dtype == Dtype::kFp32 ? 4 : 2;
     ParallelFor(size_t(p_.n_tokens), [&](size_t b, size_t e) {
       uint64_t bad = 0;
+      std::vector<float>& rotated = tls_rope_vec;
       for (size_t t = b; t < e; ++t) {
         uint8_t* dst = s_.staged.data() + t * bpt;
         const size_t src_off = t * token_floats_ * elem;
-        bad += codec::EncodeRows(
-            l_.format, l_.scale_mode, d_, hkv_,
-            {static_cast<const uint8_t*>(t_.k_new) + src_off, t_.kv_dtype, size_t(d_)},
-            {.base = dst, .stride = l_.vec_bytes});
+        codec::ConstVectors k{static_cast<const uint8_t*>(t_.k_new) + src_off, t_.kv_dtype,
+                              size_t(d_)};
+        if (rope_.on()) {
+          rotated.resize(token_floats_);
+          ToF32(k.data, t_.kv_dtype, hkv_, rotated.data());
+          RotateHeads(rotated.data(), hkv_, prep_.positions[t], rope_.attention_factor, 1.0f);
+          k = {rotated.data(), Dtype::kFp32, size_t(d_)};
+        }
+        bad += codec::EncodeRows(l_.format, l_.scale_mode, d_, hkv_, k,
+                                 {.base = dst, .stride = l_.vec_bytes});
         if (!l_.shared_kv)
           bad += codec::EncodeRows(
               l_.format, l_.scale_mode, d_, hkv_,
@@ -81,13 +96,45 @@ class StepRunner {
     });
   }
 
+  // `n` vectors of D values in `dtype` -> FP32.
+  void ToF32(const void* src, Dtype dtype, size_t n, float* dst) const {
+    if (dtype == Dtype::kFp32) {
+      std::memcpy(dst, src, n * d_ * sizeof(float));
+      return;
+    }
+    codec::DecodeRows(Format::kBf16, d_, n,
+                      {.base = static_cast<const uint8_t*>(src), .stride = size_t(2) * d_},
+                      {dst, Dtype::kFp32, size_t(d_)});
+  }
+
+  // Rotates the rotary dims of `heads` consecutive head vectors by `pos`
+  // (sign -1: back), cos and sin scaled by `factor`.
+  void RotateHeads(float* v, uint32_t heads, int32_t pos, float factor, float sign) const {
+    std::vector<float>& cs = tls_rope_angles;
+    const uint32_t half = rope_.dims / 2;
+    cs.resize(2 * size_t(half));
+    for (uint32_t i = 0; i < half; ++i)
+      RopeAngle(static_cast<float>(pos), rope_.inv_freq[i], factor, &cs[i], &cs[half + i]);
+    for (uint32_t h = 0; h < heads; ++h)
+      RotateHead(v + size_t(h) * d_, rope_.style, rope_.first_dim, rope_.dims, cs.data(),
+                 cs.data() + half, sign);
+  }
+
   void PrepareQueries() {
     const size_t n = size_t(p_.n_tokens) * l_.q_heads;
-    if (t_.q_dtype == Dtype::kBf16) {
+    if (t_.q_dtype == Dtype::kBf16 || rope_.on()) {
       s_.q32.resize(n * d_);
-      codec::DecodeRows(Format::kBf16, d_, n,
-                        {.base = static_cast<const uint8_t*>(t_.q), .stride = size_t(2) * d_},
-                        {s_.q32.data(), Dtype::kFp32, size_t(d_)});
+      ParallelFor(size_t(p_.n_tokens), [&](size_t b, size_t e) {
+        const size_t per_token = size_t(l_.q_heads) * d_;
+        const size_t elem = t_.q_dtype == Dtype::kFp32 ? 4 : 2;
+        for (size_t t = b; t < e; ++t) {
+          float* q = s_.q32.data() + t * per_token;
+          ToF32(static_cast<const uint8_t*>(t_.q) + t * per_token * elem, t_.q_dtype,
+                l_.q_heads, q);
+          if (rope_.on())
+            RotateHeads(q, l_.q_heads, prep_.positions[t], rope_.attention_factor, 1.0f);
+        }
+      });
       q32_ = s_.q32.data();
     } else {
       q32_ = static_cast<const float*>(t_.q);
@@ -98,6 +145,16 @@ class StepRunner {
     } else {
       out32_ = static_cast<float*>(t_.out);
     }
+  }
+
+  // The output's rotary dims back to the query's frame (no attention factor).
+  void DerotateOutputs() {
+    if (!rope_.on() || !rope_.derotate_output) return;
+    ParallelFor(size_t(p_.n_tokens), [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; ++t)
+        RotateHeads(out32_ + t * size_t(l_.q_heads) * d_, l_.q_heads, prep_.positions[t], 1.0f,
+                    -1.0f);
+    });
   }
 
   SeqTile TileOf(uint32_t i) const { return prep_.tiles[i]; }
@@ -201,6 +258,7 @@ class StepRunner {
     shape.head_dim = d_;
     shape.scale = w_.scale;
     shape.sinks = t_.sinks;
+    shape.softcap = l_.softcap;
     return shape;
   }
 
@@ -216,6 +274,7 @@ class StepRunner {
     p.key_begin = prep_.key_begin.data() + s.token_offset;
     p.key_end = prep_.key_end.data() + s.token_offset;
     p.out = out32_ + q_off;
+    p.lse = t_.lse != nullptr ? t_.lse + size_t(s.token_offset) * l_.q_heads : nullptr;
     return p;
   }
 
@@ -303,6 +362,7 @@ class StepRunner {
   const StepLayer& l_;
   const PlanView& p_;
   const StepTensors& t_;
+  const RopeTable& rope_;
   const CpuPreparedPlan& prep_;
   ThreadPool* pool_;
   StepScratch& s_;
@@ -321,6 +381,7 @@ void PrepareCpuPlan(const PlanView& plan, CpuPreparedPlan* out) {
   out->tiles.resize(plan.n_seqs);
   out->key_begin.resize(size_t(plan.n_tokens));
   out->key_end.resize(size_t(plan.n_tokens));
+  out->positions.resize(size_t(plan.n_tokens));
   out->first_segment.assign(plan.staged ? plan.n_seqs : 0, plan.n_load_segments);
   for (uint32_t i = 0; i < plan.n_seqs; ++i) {
     const PlannedSeq& s = plan.seqs[i];
@@ -340,6 +401,7 @@ void PrepareCpuPlan(const PlanView& plan, CpuPreparedPlan* out) {
     for (int32_t j = 0; j < s.seqlen_q; ++j) {
       const size_t ti = size_t(s.token_offset) + size_t(j);
       const int32_t p = s.q_start + j;
+      out->positions[ti] = p;
       int32_t lo;
       if (plan.staged) {
         const int32_t* pv = plan.pivots + 4 * ti;

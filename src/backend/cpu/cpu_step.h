@@ -31,6 +31,7 @@ struct CpuPreparedPlan final : PreparedPlan {
   std::vector<SeqTile> tiles;           // [n_seqs]
   std::vector<int32_t> key_begin;       // [T]: visible rows [begin, end) of its tile
   std::vector<int32_t> key_end;         // [T]
+  std::vector<int32_t> positions;       // [T]: each new token's absolute position
   std::vector<size_t> first_segment;    // staged: [n_seqs] first load segment
 };
 

@@ -41,6 +41,7 @@ class CudaBackend final : public Backend {
   // Enqueues the step on the tensors' stream; returns without waiting for the device.
   absl::Status RunStep(const StepWork& work, PreparedPlan& prepared, StepResult* result) override;
   absl::Status Project(const ProjectWork& work) override;
+  absl::Status Merge(const MergeWork& work) override;
 
   // Stream-ordered scratch from the backend's own memory pool.
   absl::StatusOr<uint8_t*> AllocScratch(size_t bytes, cudaStream_t stream);

@@ -1,0 +1,54 @@
+// Rotating a vector's rotary dims by a position (docs/semantics.md, "RoPE
+// inside the step"): the one home of the pairing and of the rotation formula,
+// for the CPU step and the CUDA kernels. FP32 throughout; written without
+// fused multiply-adds on purpose, so that a caller who rotates with the same
+// FP32 formula gets the same bits.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include "common/host_device.h"
+#include "common/records.h"
+
+namespace swa {
+
+// The two dims (within a head) of frequency i of an n-dim rotary slice.
+SWA_HOST_DEVICE void RopePair(RopeStyle style, uint32_t first, uint32_t n, uint32_t i,
+                              uint32_t* a, uint32_t* b) {
+  if (style == RopeStyle::kGptj) {
+    *a = first + 2 * i;
+    *b = first + 2 * i + 1;
+  } else {
+    *a = first + i;
+    *b = first + i + n / 2;
+  }
+}
+
+// cos and sin of frequency i at `pos`, times the attention factor.
+SWA_HOST_DEVICE void RopeAngle(float pos, float inv_freq, float factor, float* c, float* s) {
+  const float angle = pos * inv_freq;
+  *c = cosf(angle) * factor;
+  *s = sinf(angle) * factor;
+}
+
+// (x, y) -> (x c - y s, y c + x s). With -s, the inverse rotation.
+SWA_HOST_DEVICE void RotatePair(float* x, float* y, float c, float s) {
+  const float x0 = *x, y0 = *y;
+  const float xc = x0 * c, ys = y0 * s, yc = y0 * c, xs = x0 * s;
+  *x = xc - ys;
+  *y = yc + xs;
+}
+
+// Rotates the rotary dims of one head vector `v` with per-frequency cos/sin
+// (`sign` -1 rotates back).
+SWA_HOST_DEVICE void RotateHead(float* v, RopeStyle style, uint32_t first, uint32_t n,
+                                const float* cos_f, const float* sin_f, float sign) {
+  for (uint32_t i = 0; i < n / 2; ++i) {
+    uint32_t a, b;
+    RopePair(style, first, n, i, &a, &b);
+    RotatePair(&v[a], &v[b], cos_f[i], sign * sin_f[i]);
+  }
+}
+
+}  // namespace swa
