@@ -124,6 +124,10 @@ absl::Status CudaBackend::Supports(const LayerSpec& layer) const {
   if (layer.kv_heads > 65535)
     return absl::UnimplementedError(
         absl::StrFormat("kv_heads = %u exceeds the CUDA grid limit 65535", layer.kv_heads));
+  if (layer.rope.style != RopeStyle::kNone || layer.logit_softcap != 0)
+    return absl::UnimplementedError(
+        "RoPE inside the step and the logit soft-cap are implemented on the CPU backend only; "
+        "the CUDA kernels do not have them yet (rotate in the engine, or use the CPU backend)");
   return absl::OkStatus();
 }
 

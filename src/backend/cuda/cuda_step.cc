@@ -129,6 +129,9 @@ absl::Status CudaBackend::RunStep(const StepWork& work, PreparedPlan& prepared,
 absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
                                         StepResult* result) {
   if (w.plan.n_tokens == 0) return absl::OkStatus();
+  if (w.tensors->lse != nullptr)
+    return absl::UnimplementedError(
+        "lse: the CUDA attention kernels do not write the softmax statistics yet (CPU only)");
   cudaStream_t stream = static_cast<cudaStream_t>(w.tensors->stream);
   SWA_RETURN_IF_ERROR(CheckNotCapturing(stream));
   const bool use_mma = UseMma(w.layer, *w.tensors);
