@@ -107,7 +107,7 @@ static inline swago_ret swago_plan_seq_offsets(const swa_plan_t* p, int32_t* cu,
 static inline swago_ret swago_step(swa_cache_t* c, swa_plan_t* p, uint32_t layer,
                             const void* q, uint32_t q_dtype, const void* k, const void* v,
                             uint32_t kv_dtype, void* out, uint32_t out_dtype,
-                            const float* sinks, float scale) {
+                            const float* sinks, float scale, float* lse) {
   swa_step_args_t a;
   swa_step_args_init(&a);
   a.layer = layer;
@@ -120,6 +120,7 @@ static inline swago_ret swago_step(swa_cache_t* c, swa_plan_t* p, uint32_t layer
   a.out_dtype = (swa_dtype_t)out_dtype;
   a.sinks = sinks;
   a.softmax_scale = scale;
+  a.lse = lse;
   return swago_r(swa_step(c, p, &a));
 }
 

@@ -65,6 +65,9 @@ type StepArgs struct {
 	Sinks []float32
 	// SoftmaxScale is the score scale; 0 = 1/sqrt(D).
 	SoftmaxScale float32
+	// LSE, when not nil, receives [T, Hq] FP32: ln of each row's softmax
+	// denominator (sink included), for merging with other attention.
+	LSE []float32
 }
 
 // Step runs one layer of the planned step (swa_step) on the CPU backend:
@@ -96,9 +99,13 @@ func (p *Plan) Step(a *StepArgs) error {
 			sinks = (*C.float)(emptyPtr())
 		}
 	}
+	var lse *C.float
+	if len(a.LSE) > 0 {
+		lse = (*C.float)(unsafe.Pointer(&a.LSE[0]))
+	}
 	err = result(C.swago_step(cp, pp, C.uint32_t(a.Layer),
 		a.Q.ptr(), C.uint32_t(a.Q.dtype()), a.K.ptr(), a.V.ptr(), C.uint32_t(a.K.dtype()),
-		a.Out.ptr(), C.uint32_t(a.Out.dtype()), sinks, C.float(a.SoftmaxScale)))
+		a.Out.ptr(), C.uint32_t(a.Out.dtype()), sinks, C.float(a.SoftmaxScale), lse))
 	runtime.KeepAlive(a)
 	return err
 }
@@ -126,6 +133,10 @@ func (p *Plan) checkStep(a *StepArgs) error {
 	}
 	l := &layers[a.Layer]
 	t := p.s.nTokens
+	if a.LSE != nil && int64(len(a.LSE)) != t*int64(l.QHeads) {
+		return errorf(CodeInvalidArgument, "layer %d: LSE has %d elements, want %d (T x Hq)",
+			a.Layer, len(a.LSE), t*int64(l.QHeads))
+	}
 	qn := t * int64(l.QHeads) * int64(l.HeadDim)
 	kn := t * int64(l.KVHeads) * int64(l.HeadDim)
 	check := func(name string, x Tensor, want int64) error {

@@ -81,10 +81,31 @@ type LayerDesc struct {
 	KVFormat           Format    // Ring storage format.
 	CompressRatio      uint32    // c of the compression state; 0 = none.
 	CompressEntryBytes uint32    // Bytes of one compression entry.
-	RopeTheta          float32   // RoPE base (informational).
-	RopeDims           uint32    // Rotary dims (informational).
+	RopeTheta          float32   // RoPE base (used when RopeStyle is not RopeNone).
+	RopeDims           uint32    // Rotary dims n (even).
 	HasSinks           bool      // The layer has per-head attention sinks.
+	// RopeStyle rotates q and the new keys inside the step (RopeNone: off).
+	RopeStyle                    RopeStyle
+	RopeFirstDim                 uint32  // First rotary dim of each head.
+	RopeYarnFactor               float32 // YaRN context factor; 0 or 1 = plain RoPE.
+	RopeYarnOriginalMaxPositions uint32  // YaRN: pre-extension context length.
+	RopeYarnBetaFast             float32 // YaRN: high-frequency boundary.
+	RopeYarnBetaSlow             float32 // YaRN: low-frequency boundary.
+	RopeYarnTruncate             bool    // YaRN: round the boundary dims.
+	RopeAttentionFactor          float32 // Multiplies cos and sin; 0 = the default.
+	RopeDerotateOutput           bool    // Rotate the output's rotary dims back.
+	LogitSoftcap                 float32 // Logit soft-cap; 0 = off.
 }
+
+// RopeStyle is how a layer's rotary dims pair up (swa_rope_style_t).
+type RopeStyle uint32
+
+// RopeStyle values.
+const (
+	RopeNone RopeStyle = 0 // No rotation inside the step.
+	RopeNeox RopeStyle = 1 // Dim i pairs with dim i + n/2 of the rotary slice.
+	RopeGptj RopeStyle = 2 // Dims 2i and 2i + 1 pair up.
+)
 
 // DefaultLayerDesc returns the defaults of swa_layer_desc_init(): 64 query
 // heads on one shared 512-wide MXFP8 vector. Thread-safe.
@@ -96,6 +117,12 @@ func DefaultLayerDesc() LayerDesc {
 		HeadDim: uint32(d.head_dim), SharedKV: d.shared_kv != 0, KVFormat: Format(d.kv_format),
 		CompressRatio: uint32(d.compress_ratio), CompressEntryBytes: uint32(d.compress_entry_bytes),
 		RopeTheta: float32(d.rope_theta), RopeDims: uint32(d.rope_dims), HasSinks: d.has_sinks != 0,
+		RopeStyle: RopeStyle(d.rope_style), RopeFirstDim: uint32(d.rope_first_dim),
+		RopeYarnFactor:               float32(d.rope_yarn_factor),
+		RopeYarnOriginalMaxPositions: uint32(d.rope_yarn_original_max_positions),
+		RopeYarnBetaFast:             float32(d.rope_yarn_beta_fast), RopeYarnBetaSlow: float32(d.rope_yarn_beta_slow),
+		RopeYarnTruncate: d.rope_yarn_truncate != 0, RopeAttentionFactor: float32(d.rope_attention_factor),
+		RopeDerotateOutput: d.rope_derotate_output != 0, LogitSoftcap: float32(d.logit_softcap),
 	}
 }
 
@@ -112,6 +139,16 @@ func (l *LayerDesc) toC(d *C.swa_layer_desc_t) {
 	d.rope_theta = C.float(l.RopeTheta)
 	d.rope_dims = C.uint32_t(l.RopeDims)
 	d.has_sinks = cbool(l.HasSinks)
+	d.rope_style = C.swa_rope_style_t(l.RopeStyle)
+	d.rope_first_dim = C.uint32_t(l.RopeFirstDim)
+	d.rope_yarn_factor = C.float(l.RopeYarnFactor)
+	d.rope_yarn_original_max_positions = C.uint32_t(l.RopeYarnOriginalMaxPositions)
+	d.rope_yarn_beta_fast = C.float(l.RopeYarnBetaFast)
+	d.rope_yarn_beta_slow = C.float(l.RopeYarnBetaSlow)
+	d.rope_yarn_truncate = cbool(l.RopeYarnTruncate)
+	d.rope_attention_factor = C.float(l.RopeAttentionFactor)
+	d.rope_derotate_output = cbool(l.RopeDerotateOutput)
+	d.logit_softcap = C.float(l.LogitSoftcap)
 }
 
 func cbool(b bool) C.uint32_t {

@@ -122,6 +122,16 @@ pub const SWA_BACKEND_CUDA: swa_backend = 2;
 pub type swa_backend = core::ffi::c_uint;
 #[doc = " \\brief Where the slot pool lives and which backend runs steps."]
 pub use self::swa_backend as swa_backend_t;
+#[doc = "< No rotation inside the step (the engine rotates, or no RoPE)."]
+pub const SWA_ROPE_NONE: swa_rope_style = 0;
+#[doc = "< \"Rotate half\": dim i pairs with dim i + n/2 of the rotary slice."]
+pub const SWA_ROPE_NEOX: swa_rope_style = 1;
+#[doc = "< Interleaved: dims 2i and 2i + 1 of the rotary slice pair up."]
+pub const SWA_ROPE_GPTJ: swa_rope_style = 2;
+#[doc = " \\brief How a layer's rotary dims are paired (\\ref sem_rope). Values pinned."]
+pub type swa_rope_style = core::ffi::c_uint;
+#[doc = " \\brief How a layer's rotary dims are paired (\\ref sem_rope). Values pinned."]
+pub use self::swa_rope_style as swa_rope_style_t;
 #[doc = " \\brief Description of one SWA layer. Fill with swa_layer_desc_init()."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -144,16 +154,40 @@ pub struct swa_layer_desc {
     pub compress_ratio: u32,
     #[doc = "< Bytes of one compression entry. Default 0."]
     pub compress_entry_bytes: u32,
-    #[doc = "< RoPE base (informational). Default 10000."]
+    #[doc = "< RoPE base; used when rope_style is not NONE. Default 10000."]
     pub rope_theta: f32,
-    #[doc = "< Rotary dims (informational). Default 0."]
+    #[doc = "< Rotary dims n (even); used when rope_style is not NONE. Default 0."]
     pub rope_dims: u32,
     #[doc = "< 1: the layer has per-head attention sinks. Default 0."]
     pub has_sinks: u32,
+    #[doc = " Rotate q and the new keys inside swa_step by each token's position"]
+    #[doc = "  (\\ref sem_rope). Default SWA_ROPE_NONE."]
+    pub rope_style: swa_rope_style_t,
+    #[doc = "< First rotary dim of each head; first + n <= head_dim. Default 0."]
+    pub rope_first_dim: u32,
+    #[doc = "< YaRN context factor; 0 or 1 = plain RoPE. Default 0."]
+    pub rope_yarn_factor: f32,
+    #[doc = "< YaRN: pre-extension context length. Default 4096."]
+    pub rope_yarn_original_max_positions: u32,
+    #[doc = "< YaRN: high-frequency boundary (rotations). Default 32."]
+    pub rope_yarn_beta_fast: f32,
+    #[doc = "< YaRN: low-frequency boundary (rotations). Default 1."]
+    pub rope_yarn_beta_slow: f32,
+    #[doc = "< YaRN: 1 rounds the boundary dims (floor/ceil). Default 1."]
+    pub rope_yarn_truncate: u32,
+    #[doc = " Multiplies cos and sin (so every logit by its square); 0 = the YaRN"]
+    #[doc = "  default 0.1 ln(factor) + 1, or 1 without YaRN. Default 0."]
+    pub rope_attention_factor: f32,
+    #[doc = " 1: rotate the output's rotary dims back by minus the query position"]
+    #[doc = "  (DeepSeek-V4, where V is the rotated key vector). Default 0."]
+    pub rope_derotate_output: u32,
+    #[doc = " s = cap * tanh(s / cap) on the scaled logits before the softmax (Gemma-2);"]
+    #[doc = "  0 = off. Default 0."]
+    pub logit_softcap: f32,
 }
 #[test]
 fn bindgen_test_layout_swa_layer_desc() {
-    assert_eq!(::core::mem::size_of::<swa_layer_desc>(), 56usize, concat!("Size of: ", stringify!(swa_layer_desc)));
+    assert_eq!(::core::mem::size_of::<swa_layer_desc>(), 96usize, concat!("Size of: ", stringify!(swa_layer_desc)));
     assert_eq!(::core::mem::align_of::<swa_layer_desc>(), 8usize, concat!("Alignment of ", stringify!(swa_layer_desc)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -299,6 +333,131 @@ fn bindgen_test_layout_swa_layer_desc() {
         );
     }
     test_field_has_sinks();
+    fn test_field_rope_style() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_style) as usize - ptr as usize
+            },
+            52usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_style))
+        );
+    }
+    test_field_rope_style();
+    fn test_field_rope_first_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_first_dim) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_first_dim))
+        );
+    }
+    test_field_rope_first_dim();
+    fn test_field_rope_yarn_factor() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_yarn_factor) as usize - ptr as usize
+            },
+            60usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_yarn_factor))
+        );
+    }
+    test_field_rope_yarn_factor();
+    fn test_field_rope_yarn_original_max_positions() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_yarn_original_max_positions) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(swa_layer_desc),
+                "::",
+                stringify!(rope_yarn_original_max_positions)
+            )
+        );
+    }
+    test_field_rope_yarn_original_max_positions();
+    fn test_field_rope_yarn_beta_fast() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_yarn_beta_fast) as usize - ptr as usize
+            },
+            68usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_yarn_beta_fast))
+        );
+    }
+    test_field_rope_yarn_beta_fast();
+    fn test_field_rope_yarn_beta_slow() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_yarn_beta_slow) as usize - ptr as usize
+            },
+            72usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_yarn_beta_slow))
+        );
+    }
+    test_field_rope_yarn_beta_slow();
+    fn test_field_rope_yarn_truncate() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_yarn_truncate) as usize - ptr as usize
+            },
+            76usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_yarn_truncate))
+        );
+    }
+    test_field_rope_yarn_truncate();
+    fn test_field_rope_attention_factor() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_attention_factor) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_attention_factor))
+        );
+    }
+    test_field_rope_attention_factor();
+    fn test_field_rope_derotate_output() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rope_derotate_output) as usize - ptr as usize
+            },
+            84usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(rope_derotate_output))
+        );
+    }
+    test_field_rope_derotate_output();
+    fn test_field_logit_softcap() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).logit_softcap) as usize - ptr as usize
+            },
+            88usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(logit_softcap))
+        );
+    }
+    test_field_logit_softcap();
 }
 #[doc = " \\brief Description of one SWA layer. Fill with swa_layer_desc_init()."]
 pub type swa_layer_desc_t = swa_layer_desc;
@@ -1932,10 +2091,14 @@ pub struct swa_step_args {
     pub softmax_scale: f32,
     #[doc = "< cudaStream_t on the CUDA backend; ignored on the CPU."]
     pub stream: *mut core::ffi::c_void,
+    #[doc = " Optional [T, Hq] FP32 output: ln of each row's softmax denominator over"]
+    #[doc = "  the scaled (and capped) logits, sink included; -inf for a row with no key"]
+    #[doc = "  and no sink (\\ref sem_attention). For swa_attention_merge(). Default NULL."]
+    pub lse: *mut f32,
 }
 #[test]
 fn bindgen_test_layout_swa_step_args() {
-    assert_eq!(::core::mem::size_of::<swa_step_args>(), 96usize, concat!("Size of: ", stringify!(swa_step_args)));
+    assert_eq!(::core::mem::size_of::<swa_step_args>(), 104usize, concat!("Size of: ", stringify!(swa_step_args)));
     assert_eq!(::core::mem::align_of::<swa_step_args>(), 8usize, concat!("Alignment of ", stringify!(swa_step_args)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -2081,6 +2244,18 @@ fn bindgen_test_layout_swa_step_args() {
         );
     }
     test_field_stream();
+    fn test_field_lse() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_step_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).lse) as usize - ptr as usize
+            },
+            96usize,
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(lse))
+        );
+    }
+    test_field_lse();
 }
 #[doc = " \\brief Arguments of one layer of a planned step. Fill with swa_step_args_init()."]
 #[doc = ""]
@@ -2249,6 +2424,208 @@ extern "C" {
     #[doc = "  \\retval SWA_OK, or SWA_INVALID_ARGUMENT for NULL or a bad struct_size."]
     #[doc = "  \\note Thread-safe."]
     pub fn swa_cache_stats(cache: *const swa_cache_t, out: *mut swa_cache_stats_t) -> swa_status_t;
+}
+#[doc = " \\brief Arguments of swa_attention_merge(). Fill with swa_merge_args_init()."]
+#[doc = ""]
+#[doc = "  Two partial attentions over disjoint key sets of the same query rows, each"]
+#[doc = "  with its per-row LSE (as swa_step() writes it in `lse`), combined into the"]
+#[doc = "  attention over the union of the key sets (\\ref sem_merge). Tensors are"]
+#[doc = "  host memory on the CPU backend, device memory on the CUDA backend; all are"]
+#[doc = "  borrowed for the call only."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_merge_args {
+    #[doc = "< sizeof(swa_merge_args_t), set by init."]
+    pub struct_size: usize,
+    #[doc = "< Query rows (e.g. T * Hq), >= 0; 0 is a no-op. Default 0."]
+    pub rows: i64,
+    #[doc = "< Values per row, >= 1. Default 0."]
+    pub head_dim: u32,
+    #[doc = "< Element type of out_a, out_b and out. Default SWA_DTYPE_FP32."]
+    pub dtype: swa_dtype_t,
+    #[doc = "< [rows, head_dim]: attention over key set A."]
+    pub out_a: *const core::ffi::c_void,
+    #[doc = "< [rows]: its LSE; -inf for a row that saw no key (and no sink) in A."]
+    pub lse_a: *const f32,
+    #[doc = "< [rows, head_dim]: attention over key set B."]
+    pub out_b: *const core::ffi::c_void,
+    #[doc = "< [rows]: its LSE."]
+    pub lse_b: *const f32,
+    #[doc = "< [rows, head_dim]: the merged attention; may be out_a or out_b."]
+    pub out: *mut core::ffi::c_void,
+    #[doc = "< [rows]: the merged LSE; may be NULL, lse_a or lse_b."]
+    pub lse: *mut f32,
+    #[doc = "< cudaStream_t on the CUDA backend; ignored on the CPU."]
+    pub stream: *mut core::ffi::c_void,
+}
+#[test]
+fn bindgen_test_layout_swa_merge_args() {
+    assert_eq!(::core::mem::size_of::<swa_merge_args>(), 80usize, concat!("Size of: ", stringify!(swa_merge_args)));
+    assert_eq!(::core::mem::align_of::<swa_merge_args>(), 8usize, concat!("Alignment of ", stringify!(swa_merge_args)));
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_rows() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rows) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(rows))
+        );
+    }
+    test_field_rows();
+    fn test_field_head_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).head_dim) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(head_dim))
+        );
+    }
+    test_field_head_dim();
+    fn test_field_dtype() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).dtype) as usize - ptr as usize
+            },
+            20usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(dtype))
+        );
+    }
+    test_field_dtype();
+    fn test_field_out_a() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).out_a) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(out_a))
+        );
+    }
+    test_field_out_a();
+    fn test_field_lse_a() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).lse_a) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(lse_a))
+        );
+    }
+    test_field_lse_a();
+    fn test_field_out_b() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).out_b) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(out_b))
+        );
+    }
+    test_field_out_b();
+    fn test_field_lse_b() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).lse_b) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(lse_b))
+        );
+    }
+    test_field_lse_b();
+    fn test_field_out() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).out) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(out))
+        );
+    }
+    test_field_out();
+    fn test_field_lse() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).lse) as usize - ptr as usize
+            },
+            64usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(lse))
+        );
+    }
+    test_field_lse();
+    fn test_field_stream() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).stream) as usize - ptr as usize
+            },
+            72usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(stream))
+        );
+    }
+    test_field_stream();
+}
+#[doc = " \\brief Arguments of swa_attention_merge(). Fill with swa_merge_args_init()."]
+#[doc = ""]
+#[doc = "  Two partial attentions over disjoint key sets of the same query rows, each"]
+#[doc = "  with its per-row LSE (as swa_step() writes it in `lse`), combined into the"]
+#[doc = "  attention over the union of the key sets (\\ref sem_merge). Tensors are"]
+#[doc = "  host memory on the CPU backend, device memory on the CUDA backend; all are"]
+#[doc = "  borrowed for the call only."]
+pub type swa_merge_args_t = swa_merge_args;
+extern "C" {
+    #[doc = " \\brief Fill *args with the defaults listed on swa_merge_args_t (pointers NULL)."]
+    #[doc = "  \\param[out] args Written in full; NULL is ignored."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_merge_args_init(args: *mut swa_merge_args_t);
+}
+extern "C" {
+    #[doc = " \\brief Merge two partial attentions over disjoint key sets (\\ref sem_merge):"]
+    #[doc = "  per row, with m = max(lse_a, lse_b), w_a = exp(lse_a - m), w_b = exp(lse_b - m):"]
+    #[doc = "  out = (w_a out_a + w_b out_b) / (w_a + w_b) and lse = m + ln(w_a + w_b),"]
+    #[doc = "  computed in FP32. A row whose two LSEs are both -inf gets out = 0 and"]
+    #[doc = "  lse = -inf; a -inf part contributes nothing; any difference of LSEs is safe"]
+    #[doc = "  (no overflow). A sink belongs to exactly one part: give it to one call of"]
+    #[doc = "  swa_step() (sinks) and not to the engine's other attention."]
+    #[doc = "  \\param[in] cache Selects the backend (host or device pointers); its slots"]
+    #[doc = "  are not touched."]
+    #[doc = "  \\param[in] args The tensors and sizes."]
+    #[doc = "  \\retval SWA_OK on success."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size,"]
+    #[doc = "  a negative rows, head_dim = 0, NULL tensors (when rows > 0), an unknown"]
+    #[doc = "  dtype, or sizes that overflow."]
+    #[doc = "  \\note Thread-safe; on the CUDA backend the work is enqueued on args->stream."]
+    pub fn swa_attention_merge(cache: *mut swa_cache_t, args: *const swa_merge_args_t) -> swa_status_t;
 }
 extern "C" {
     #[doc = " \\brief Bytes of one stored vector of `dim` values in `format` (\\ref sem_slot_layout):"]
@@ -3236,6 +3613,432 @@ extern "C" {
     #[doc = "  AUTH fails; SWA_UNIMPLEMENTED in a build without hiredis."]
     #[doc = "  \\note Thread-safe."]
     pub fn swa_store_redis_create(config: *const swa_store_redis_config_t, out: *mut swa_kv_store_t) -> swa_status_t;
+}
+#[doc = " \\brief Configuration of the built-in Redis Cluster store."]
+#[doc = "  \\warning Experimental: may change before 1.0."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_store_redis_cluster_config {
+    #[doc = "< sizeof(swa_store_redis_cluster_config_t), set by init."]
+    pub struct_size: usize,
+    #[doc = "< Seed nodes, \"host:port,host:port\" (\"[v6]:port\" for"]
+    #[doc = "IPv6); one live seed is enough to load the slot map."]
+    #[doc = "Default \"127.0.0.1:7000\"."]
+    pub nodes: *const core::ffi::c_char,
+    #[doc = "< AUTH password of every node, or NULL. Default NULL."]
+    pub password: *const core::ffi::c_char,
+    #[doc = "< Expiry of each blob (SET ... EX); 0 = none. Default 0."]
+    pub ttl_seconds: u32,
+    #[doc = "< Deadline of one store call, redirects and retries"]
+    #[doc = "included (connect and each command get what is left)."]
+    #[doc = "Default 5000."]
+    pub timeout_ms: u32,
+    #[doc = "< Idle connections kept per node. Default 4."]
+    pub connections_per_node: u32,
+    #[doc = "< 1: gets and exists read a replica of the slot (round"]
+    #[doc = "robin; the master when that fails); 0: masters only."]
+    #[doc = "Default 0."]
+    pub read_from_replicas: u32,
+    #[doc = "< Retry budget: tries per call (redirects, reconnects,"]
+    #[doc = "CLUSTERDOWN/TRYAGAIN back-offs). Default 16."]
+    pub max_attempts: u32,
+}
+#[test]
+fn bindgen_test_layout_swa_store_redis_cluster_config() {
+    assert_eq!(
+        ::core::mem::size_of::<swa_store_redis_cluster_config>(),
+        48usize,
+        concat!("Size of: ", stringify!(swa_store_redis_cluster_config))
+    );
+    assert_eq!(
+        ::core::mem::align_of::<swa_store_redis_cluster_config>(),
+        8usize,
+        concat!("Alignment of ", stringify!(swa_store_redis_cluster_config))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_nodes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).nodes) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(nodes))
+        );
+    }
+    test_field_nodes();
+    fn test_field_password() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).password) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(password))
+        );
+    }
+    test_field_password();
+    fn test_field_ttl_seconds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).ttl_seconds) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(ttl_seconds))
+        );
+    }
+    test_field_ttl_seconds();
+    fn test_field_timeout_ms() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).timeout_ms) as usize - ptr as usize
+            },
+            28usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(timeout_ms))
+        );
+    }
+    test_field_timeout_ms();
+    fn test_field_connections_per_node() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).connections_per_node) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(swa_store_redis_cluster_config),
+                "::",
+                stringify!(connections_per_node)
+            )
+        );
+    }
+    test_field_connections_per_node();
+    fn test_field_read_from_replicas() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).read_from_replicas) as usize - ptr as usize
+            },
+            36usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(swa_store_redis_cluster_config),
+                "::",
+                stringify!(read_from_replicas)
+            )
+        );
+    }
+    test_field_read_from_replicas();
+    fn test_field_max_attempts() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).max_attempts) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(max_attempts))
+        );
+    }
+    test_field_max_attempts();
+}
+#[doc = " \\brief Configuration of the built-in Redis Cluster store."]
+#[doc = "  \\warning Experimental: may change before 1.0."]
+pub type swa_store_redis_cluster_config_t = swa_store_redis_cluster_config;
+extern "C" {
+    #[doc = " \\brief Fill *config with the defaults listed on swa_store_redis_cluster_config_t."]
+    #[doc = "  \\param[out] config Written in full; NULL is ignored."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_store_redis_cluster_config_init(config: *mut swa_store_redis_cluster_config_t);
+}
+extern "C" {
+    #[doc = " \\brief Create a store on a Redis Cluster: one blob per key (SET with the"]
+    #[doc = "  optional TTL, GET, EXISTS, DEL), routed by the key's hash slot (CRC16 of the"]
+    #[doc = "  key or of its `{hash tag}`) over a slot map loaded with CLUSTER SLOTS. MOVED"]
+    #[doc = "  reloads the map and retries on the named node, ASK retries there after"]
+    #[doc = "  ASKING, a connection error reloads the map and retries, CLUSTERDOWN and"]
+    #[doc = "  TRYAGAIN back off and retry, all within `timeout_ms` and `max_attempts`."]
+    #[doc = "  The seeds are only needed until the map is known."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in] config Borrowed for the call (strings are copied)."]
+    #[doc = "  \\param[out] out Filled with the callback table (see swa_store_memory_create()"]
+    #[doc = "  for the ownership rules); unchanged on failure."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size, a malformed"]
+    #[doc = "  `nodes` or a zero timeout or attempt budget; SWA_UNAVAILABLE when no seed"]
+    #[doc = "  answers CLUSTER SLOTS; SWA_UNAUTHENTICATED when AUTH fails; SWA_UNIMPLEMENTED"]
+    #[doc = "  in a build without hiredis. Calls of the store return SWA_UNAVAILABLE or"]
+    #[doc = "  SWA_DEADLINE_EXCEEDED, naming the node and the reason, when the retry budget"]
+    #[doc = "  or the deadline runs out."]
+    #[doc = "  \\note Thread-safe; the store is safe to use from several threads (pooled"]
+    #[doc = "  connections per node)."]
+    pub fn swa_store_redis_cluster_create(
+        config: *const swa_store_redis_cluster_config_t,
+        out: *mut swa_kv_store_t,
+    ) -> swa_status_t;
+}
+#[doc = " \\brief Configuration of the tiered store."]
+#[doc = "  \\warning Experimental: may change before 1.0."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_store_tiered_config {
+    #[doc = "< sizeof(swa_store_tiered_config_t), set by init."]
+    pub struct_size: usize,
+    #[doc = "< Store tables, fastest first (e.g. a memory store"]
+    #[doc = "in front of a Redis Cluster store). Default NULL."]
+    pub tiers: *const swa_kv_store_t,
+    #[doc = "< Entries of `tiers`, 1 ... 16. Default 0."]
+    pub n_tiers: usize,
+}
+#[test]
+fn bindgen_test_layout_swa_store_tiered_config() {
+    assert_eq!(
+        ::core::mem::size_of::<swa_store_tiered_config>(),
+        24usize,
+        concat!("Size of: ", stringify!(swa_store_tiered_config))
+    );
+    assert_eq!(
+        ::core::mem::align_of::<swa_store_tiered_config>(),
+        8usize,
+        concat!("Alignment of ", stringify!(swa_store_tiered_config))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tiered_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_store_tiered_config), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_tiers() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tiered_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tiers) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_store_tiered_config), "::", stringify!(tiers))
+        );
+    }
+    test_field_tiers();
+    fn test_field_n_tiers() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tiered_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).n_tiers) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_store_tiered_config), "::", stringify!(n_tiers))
+        );
+    }
+    test_field_n_tiers();
+}
+#[doc = " \\brief Configuration of the tiered store."]
+#[doc = "  \\warning Experimental: may change before 1.0."]
+pub type swa_store_tiered_config_t = swa_store_tiered_config;
+extern "C" {
+    #[doc = " \\brief Fill *config with the defaults listed on swa_store_tiered_config_t."]
+    #[doc = "  \\param[out] config Written in full; NULL is ignored."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_store_tiered_config_init(config: *mut swa_store_tiered_config_t);
+}
+extern "C" {
+    #[doc = " \\brief Create a store over an ordered list of stores. `get` asks each tier"]
+    #[doc = "  in order and copies a hit into every faster tier; a failing tier is skipped"]
+    #[doc = "  and its error returned only when no later tier has the key. `put` writes"]
+    #[doc = "  every tier in order; on the first failure it removes the key from the tiers"]
+    #[doc = "  already written and returns that error with the tier named (\"tier i of n\")."]
+    #[doc = "  `exists` is true when any tier has the key; `remove` removes from all."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in] config Borrowed for the call; the tables are copied."]
+    #[doc = "  \\param[out] out Filled with the callback table (see swa_store_memory_create()"]
+    #[doc = "  for the ownership rules); unchanged on failure."]
+    #[doc = "  \\retval SWA_OK: the tiered store owns every tier's user_data and calls each"]
+    #[doc = "  release once when it is released itself (built-in tables are used directly,"]
+    #[doc = "  without a C hop; their stats calls keep working on the caller's copy of the"]
+    #[doc = "  table while the tiered store lives)."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL, a bad struct_size, no tiers or more"]
+    #[doc = "  than 16, a table with a bad struct_size or neither put nor get, or one"]
+    #[doc = "  user_data given twice; the caller then still owns every tier."]
+    #[doc = "  \\note Thread-safe; the store is thread-safe when every tier is."]
+    pub fn swa_store_tiered_create(config: *const swa_store_tiered_config_t, out: *mut swa_kv_store_t) -> swa_status_t;
+}
+#[doc = " \\brief Statistics of one tier of a tiered store."]
+#[doc = "  \\warning Experimental: may change before 1.0."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_store_tier_stats {
+    #[doc = "< Set by the caller to sizeof(swa_store_tier_stats_t)."]
+    pub struct_size: usize,
+    #[doc = "< Gets this tier answered."]
+    pub hits: u64,
+    #[doc = "< Gets this tier did not have the key for."]
+    pub misses: u64,
+    #[doc = "< Calls of this tier that failed otherwise."]
+    pub errors: u64,
+    #[doc = "< Blob bytes of the hits."]
+    pub bytes_read: u64,
+    #[doc = "< Successful puts into this tier, promotions included."]
+    pub puts: u64,
+    #[doc = "< Blob bytes of those puts."]
+    pub bytes_written: u64,
+    #[doc = "< Puts that copied a hit up from a slower tier."]
+    pub promotions: u64,
+}
+#[test]
+fn bindgen_test_layout_swa_store_tier_stats() {
+    assert_eq!(
+        ::core::mem::size_of::<swa_store_tier_stats>(),
+        64usize,
+        concat!("Size of: ", stringify!(swa_store_tier_stats))
+    );
+    assert_eq!(
+        ::core::mem::align_of::<swa_store_tier_stats>(),
+        8usize,
+        concat!("Alignment of ", stringify!(swa_store_tier_stats))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_hits() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).hits) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(hits))
+        );
+    }
+    test_field_hits();
+    fn test_field_misses() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).misses) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(misses))
+        );
+    }
+    test_field_misses();
+    fn test_field_errors() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).errors) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(errors))
+        );
+    }
+    test_field_errors();
+    fn test_field_bytes_read() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).bytes_read) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(bytes_read))
+        );
+    }
+    test_field_bytes_read();
+    fn test_field_puts() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).puts) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(puts))
+        );
+    }
+    test_field_puts();
+    fn test_field_bytes_written() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).bytes_written) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(bytes_written))
+        );
+    }
+    test_field_bytes_written();
+    fn test_field_promotions() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_tier_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).promotions) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(swa_store_tier_stats), "::", stringify!(promotions))
+        );
+    }
+    test_field_promotions();
+}
+#[doc = " \\brief Statistics of one tier of a tiered store."]
+#[doc = "  \\warning Experimental: may change before 1.0."]
+pub type swa_store_tier_stats_t = swa_store_tier_stats;
+extern "C" {
+    #[doc = " \\brief Read the statistics of tier `tier` of a tiered store."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in] store A table filled by swa_store_tiered_create() whose user_data"]
+    #[doc = "  is still alive (owned by the caller or by a cache)."]
+    #[doc = "  \\param[in] tier 0 (fastest) ... n_tiers - 1."]
+    #[doc = "  \\param[out] out out->struct_size must be set by the caller."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or a table"]
+    #[doc = "  that is not a tiered store; SWA_OUT_OF_RANGE for a tier past the last."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_store_tiered_stats(
+        store: *const swa_kv_store_t,
+        tier: u32,
+        out: *mut swa_store_tier_stats_t,
+    ) -> swa_status_t;
 }
 #[doc = "< weight[q_dim + kv_dim, hidden_dim] row-major (torch.nn.Linear.weight)."]
 pub const SWA_WEIGHT_OUT_IN: swa_weight_layout = 0;

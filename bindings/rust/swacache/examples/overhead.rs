@@ -106,6 +106,7 @@ fn main() {
         sinks: std::ptr::null(),
         softmax_scale: 0.0,
         stream: std::ptr::null_mut(),
+        lse: std::ptr::null_mut(),
     };
     let raw_cache = cache.as_ptr();
     let mut steps = cache.steps();

@@ -74,6 +74,18 @@ c_enum!(
     }
 );
 
+c_enum!(
+    /// How a layer's rotary dims pair up (`swa_rope_style_t`).
+    RopeStyle: sys::swa_rope_style_t {
+        /// No rotation inside the step.
+        None = sys::SWA_ROPE_NONE,
+        /// "Rotate half": dim i pairs with dim i + n/2 of the rotary slice.
+        Neox = sys::SWA_ROPE_NEOX,
+        /// Interleaved: dims 2i and 2i + 1 of the rotary slice.
+        Gptj = sys::SWA_ROPE_GPTJ,
+    }
+);
+
 /// One SWA layer (`swa_layer_desc_t`). `Default` is the library's default.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LayerDesc {
@@ -93,12 +105,32 @@ pub struct LayerDesc {
     pub compress_ratio: u32,
     /// Bytes of one compression entry.
     pub compress_entry_bytes: u32,
-    /// RoPE base (informational).
+    /// RoPE base (used when `rope_style` is not `None`).
     pub rope_theta: f32,
-    /// Rotary dims (informational).
+    /// Rotary dims n (even).
     pub rope_dims: u32,
     /// The layer has per-head attention sinks.
     pub has_sinks: bool,
+    /// Rotate q and the new keys inside the step.
+    pub rope_style: RopeStyle,
+    /// First rotary dim of each head.
+    pub rope_first_dim: u32,
+    /// YaRN context factor; 0 or 1 = plain RoPE.
+    pub rope_yarn_factor: f32,
+    /// YaRN: pre-extension context length.
+    pub rope_yarn_original_max_positions: u32,
+    /// YaRN: high-frequency boundary.
+    pub rope_yarn_beta_fast: f32,
+    /// YaRN: low-frequency boundary.
+    pub rope_yarn_beta_slow: f32,
+    /// YaRN: round the boundary dims.
+    pub rope_yarn_truncate: bool,
+    /// Multiplies cos and sin; 0 = the default.
+    pub rope_attention_factor: f32,
+    /// Rotate the output's rotary dims back by the query position.
+    pub rope_derotate_output: bool,
+    /// Logit soft-cap; 0 = off.
+    pub logit_softcap: f32,
 }
 
 impl Default for LayerDesc {
@@ -118,6 +150,16 @@ impl Default for LayerDesc {
             rope_theta: d.rope_theta,
             rope_dims: d.rope_dims,
             has_sinks: d.has_sinks != 0,
+            rope_style: RopeStyle::from_raw(d.rope_style).unwrap_or(RopeStyle::None),
+            rope_first_dim: d.rope_first_dim,
+            rope_yarn_factor: d.rope_yarn_factor,
+            rope_yarn_original_max_positions: d.rope_yarn_original_max_positions,
+            rope_yarn_beta_fast: d.rope_yarn_beta_fast,
+            rope_yarn_beta_slow: d.rope_yarn_beta_slow,
+            rope_yarn_truncate: d.rope_yarn_truncate != 0,
+            rope_attention_factor: d.rope_attention_factor,
+            rope_derotate_output: d.rope_derotate_output != 0,
+            logit_softcap: d.logit_softcap,
         }
     }
 }
@@ -137,6 +179,16 @@ impl LayerDesc {
             rope_theta: self.rope_theta,
             rope_dims: self.rope_dims,
             has_sinks: self.has_sinks as u32,
+            rope_style: self.rope_style.raw(),
+            rope_first_dim: self.rope_first_dim,
+            rope_yarn_factor: self.rope_yarn_factor,
+            rope_yarn_original_max_positions: self.rope_yarn_original_max_positions,
+            rope_yarn_beta_fast: self.rope_yarn_beta_fast,
+            rope_yarn_beta_slow: self.rope_yarn_beta_slow,
+            rope_yarn_truncate: self.rope_yarn_truncate as u32,
+            rope_attention_factor: self.rope_attention_factor,
+            rope_derotate_output: self.rope_derotate_output as u32,
+            logit_softcap: self.logit_softcap,
         }
     }
 }

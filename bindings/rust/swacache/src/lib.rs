@@ -38,7 +38,8 @@ mod store;
 
 pub use cache::{Cache, SlotInfo};
 pub use config::{
-    Backend, CacheStats, Config, Dtype, Format, LayerDesc, LayerLayout, LayerRole, Layout, ScaleMode, TensorView,
+    Backend, CacheStats, Config, Dtype, Format, LayerDesc, LayerLayout, LayerRole, Layout, RopeStyle, ScaleMode,
+    TensorView,
 };
 pub use error::{Code, Error, Result};
 pub use plan::{

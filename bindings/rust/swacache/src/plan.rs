@@ -440,6 +440,9 @@ pub struct StepArgs<'a> {
     pub sinks: Option<&'a [f32]>,
     /// Score scale; 0 = 1/sqrt(D).
     pub softmax_scale: f32,
+    /// Optional [T, Hq] output: ln of each row's softmax denominator (sink
+    /// included), for merging with other attention.
+    pub lse: Option<&'a mut [f32]>,
 }
 
 impl<'a> StepArgs<'a> {
@@ -453,6 +456,7 @@ impl<'a> StepArgs<'a> {
             out: out.into(),
             sinks: None,
             softmax_scale: 0.0,
+            lse: None,
         }
     }
 }
@@ -517,6 +521,13 @@ impl<'c> StepGuard<'c> {
             Output::Bf16(s) => (s.as_mut_ptr().cast(), s.len(), Dtype::Bf16),
         };
         expect_len("out", out_len, t * hq * d)?;
+        let lse = match args.lse {
+            Some(l) => {
+                expect_len("lse", l.len(), t * hq)?;
+                l.as_mut_ptr()
+            }
+            None => ptr::null_mut(),
+        };
         let c = sys::swa_step_args_t {
             struct_size: size_of::<sys::swa_step_args_t>(),
             layer: args.layer,
@@ -530,6 +541,7 @@ impl<'c> StepGuard<'c> {
             sinks,
             softmax_scale: args.softmax_scale,
             stream: ptr::null_mut(),
+            lse,
         };
         // SAFETY: every buffer was checked to hold what the plan and layer need;
         // the guard makes this the only step on the cache; the plan is ours (&mut).

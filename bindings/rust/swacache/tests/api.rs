@@ -355,6 +355,7 @@ fn raw_step_and_handles() {
         sinks: sinks.as_ptr(),
         softmax_scale: 0.0,
         stream: std::ptr::null_mut(),
+        lse: std::ptr::null_mut(),
     };
     let mut steps = cache.steps();
     assert!(format!("{steps:?}").contains("StepGuard"));

@@ -96,6 +96,7 @@ fn decode_loop_matches_dense_reference() {
                 out: if bf16_out { Output::Bf16(&mut out_bf) } else { Output::F32(&mut out) },
                 sinks: if layer.has_sinks { Some(&sinks) } else { None },
                 softmax_scale: 0.0,
+                lse: None,
             };
             steps.step(&mut plan, args).unwrap();
             if bf16_out {

@@ -1,0 +1,269 @@
+// swa_attention_merge: two partial attentions over disjoint key sets, with
+// their LSEs, merged into the attention over the union (docs/semantics.md,
+// "Merging partial attentions"). The parts and the expected union are
+// computed in FP64 by the test; each row's keys are split at random, one part
+// may be empty, and the sink is counted in exactly one part. Then the window
+// attention of a real swa_step (with lse) merged with the test's attention
+// over extra keys equals one softmax over both key sets.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "api/step_harness.h"
+#include "api/test_util.h"
+#include "gtest/gtest.h"
+#include "swacache.h"
+
+namespace {
+
+using swa_test::FromBf16;
+using swa_test::ToBf16;
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Attention of one row over `keys` (a subset), with an optional sink logit.
+void Partial(const std::vector<double>& z, const std::vector<std::vector<double>>& v,
+             const std::vector<int>& keys, const double* sink, int d, double* out, double* lse) {
+  double m = sink ? *sink : kNegInf;
+  for (int j : keys) m = std::max(m, z[j]);
+  double l = sink ? std::exp(*sink - m) : 0.0;
+  std::vector<double> acc(d, 0.0);
+  for (int j : keys) {
+    const double e = std::exp(z[j] - m);
+    l += e;
+    for (int i = 0; i < d; ++i) acc[i] += e * v[j][i];
+  }
+  for (int i = 0; i < d; ++i) out[i] = l > 0 ? acc[i] / l : 0.0;
+  *lse = l > 0 ? m + std::log(l) : kNegInf;
+}
+
+swa_cache_t* MakeCache() {
+  swa_test::Model m(1, 0, 2);
+  swa_cache_t* cache = nullptr;
+  EXPECT_EQ(swa_cache_create(&m.config, &cache), SWA_OK) << swa_last_error();
+  return cache;
+}
+
+struct MergeCase {
+  swa_dtype_t dtype;
+  bool in_place;
+};
+
+class MergeTest : public ::testing::TestWithParam<MergeCase> {};
+
+TEST_P(MergeTest, SplitKeySetsMergeToTheUnion) {
+  const MergeCase mc = GetParam();
+  swa_cache_t* cache = MakeCache();
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int rows = 300, d = 40;
+  std::vector<double> want(size_t(rows) * d), want_lse(rows);
+  std::vector<double> pa(size_t(rows) * d), pb(size_t(rows) * d), la(rows), lb(rows);
+  for (int r = 0; r < rows; ++r) {
+    const int n = int(rng() % 20);  // 0 ... 19 keys
+    std::vector<double> z(n);
+    std::vector<std::vector<double>> v(n, std::vector<double>(d));
+    for (int j = 0; j < n; ++j) {
+      z[j] = 8 * u(rng) + (r % 7 == 0 ? 60 : 0);  // some rows with large logits
+      for (double& x : v[j]) x = u(rng);
+    }
+    std::vector<int> all, a, b;
+    for (int j = 0; j < n; ++j) {
+      all.push_back(j);
+      (rng() % 3 == 0 ? a : b).push_back(j);
+    }
+    if (r % 5 == 0) b.insert(b.end(), a.begin(), a.end()), a.clear();  // A empty
+    const double sink = u(rng);
+    const bool with_sink = r % 2 == 0, sink_in_a = r % 4 == 0;
+    const double* s = with_sink ? &sink : nullptr;
+    Partial(z, v, all, s, d, &want[size_t(r) * d], &want_lse[r]);
+    Partial(z, v, a, with_sink && sink_in_a ? &sink : nullptr, d, &pa[size_t(r) * d], &la[r]);
+    Partial(z, v, b, with_sink && !sink_in_a ? &sink : nullptr, d, &pb[size_t(r) * d], &lb[r]);
+  }
+  // The parts as the library receives them.
+  const size_t n = size_t(rows) * d, elem = mc.dtype == SWA_DTYPE_FP32 ? 4 : 2;
+  std::vector<uint8_t> a(n * elem), b(n * elem), out(n * elem, 0xFF);
+  std::vector<float> fa(n), fb(n);
+  for (size_t i = 0; i < n; ++i) {
+    fa[i] = float(pa[i]), fb[i] = float(pb[i]);
+    if (mc.dtype == SWA_DTYPE_BF16) {
+      const uint16_t ha = ToBf16(fa[i]), hb = ToBf16(fb[i]);
+      std::memcpy(&a[2 * i], &ha, 2), std::memcpy(&b[2 * i], &hb, 2);
+    } else {
+      std::memcpy(&a[4 * i], &fa[i], 4), std::memcpy(&b[4 * i], &fb[i], 4);
+    }
+  }
+  std::vector<float> fla(la.begin(), la.end()), flb(lb.begin(), lb.end());
+  std::vector<float> lse(rows, std::numeric_limits<float>::quiet_NaN());
+  swa_merge_args_t m;
+  swa_merge_args_init(&m);
+  m.rows = rows;
+  m.head_dim = d;
+  m.dtype = mc.dtype;
+  m.out_a = a.data();
+  m.lse_a = fla.data();
+  m.out_b = b.data();
+  m.lse_b = flb.data();
+  m.out = mc.in_place ? static_cast<void*>(a.data()) : out.data();
+  m.lse = mc.in_place ? fla.data() : lse.data();
+  ASSERT_EQ(swa_attention_merge(cache, &m), SWA_OK) << swa_last_error();
+  const uint8_t* got = static_cast<const uint8_t*>(m.out);
+  const float* got_lse = m.lse;
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < n; ++i) {
+    float x;
+    if (mc.dtype == SWA_DTYPE_BF16) {
+      uint16_t h;
+      std::memcpy(&h, got + 2 * i, 2);
+      x = FromBf16(h);
+    } else {
+      std::memcpy(&x, got + 4 * i, 4);
+    }
+    ASSERT_TRUE(std::isfinite(x)) << i;
+    err += (x - want[i]) * (x - want[i]);
+    ref += want[i] * want[i];
+  }
+  const double tol = mc.dtype == SWA_DTYPE_FP32 ? 1e-6 : 1e-2;
+  EXPECT_LE(std::sqrt(err / ref), tol);
+  for (int r = 0; r < rows; ++r) {
+    if (want_lse[r] == kNegInf) {
+      EXPECT_EQ(got_lse[r], -std::numeric_limits<float>::infinity()) << r;
+      for (int i = 0; i < d; ++i) EXPECT_EQ(want[size_t(r) * d + i], 0.0);
+      continue;
+    }
+    EXPECT_NEAR(got_lse[r], want_lse[r], 1e-5 * std::max(1.0, std::fabs(want_lse[r]))) << r;
+  }
+  swa_cache_destroy(cache);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, MergeTest,
+                         ::testing::Values(MergeCase{SWA_DTYPE_FP32, false},
+                                           MergeCase{SWA_DTYPE_FP32, true},
+                                           MergeCase{SWA_DTYPE_BF16, false}));
+
+TEST(Merge, BothEmptyAndNaN) {
+  swa_cache_t* cache = MakeCache();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Row 0: both parts empty; row 1: A empty with garbage output; row 2: a NaN LSE.
+  std::vector<float> a = {nan, nan, 5, 6, 1, 1}, b = {nan, nan, 3, 4, 2, 2};
+  std::vector<float> la = {-inf, -inf, 0.5f}, lb = {-inf, 1.0f, nan}, out(6, 9), lse(3, 9);
+  swa_merge_args_t m;
+  swa_merge_args_init(&m);
+  m.rows = 3, m.head_dim = 2, m.out_a = a.data(), m.lse_a = la.data(), m.out_b = b.data();
+  m.lse_b = lb.data(), m.out = out.data(), m.lse = lse.data();
+  ASSERT_EQ(swa_attention_merge(cache, &m), SWA_OK) << swa_last_error();
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_EQ(lse[0], -inf);
+  EXPECT_EQ(out[2], 3.0f);  // only B
+  EXPECT_EQ(out[3], 4.0f);
+  EXPECT_FLOAT_EQ(lse[1], 1.0f);
+  EXPECT_TRUE(std::isnan(out[4]));  // NaN is never hidden
+  EXPECT_TRUE(std::isnan(lse[2]));
+  swa_cache_destroy(cache);
+}
+
+TEST(Merge, RejectsBadArguments) {
+  swa_cache_t* cache = MakeCache();
+  float x[4] = {1, 2, 3, 4}, l[2] = {0, 0};
+  swa_merge_args_t m;
+  swa_merge_args_init(&m);
+  m.rows = 2, m.head_dim = 2, m.out_a = x, m.lse_a = l, m.out_b = x, m.lse_b = l, m.out = x;
+  EXPECT_EQ(swa_attention_merge(nullptr, &m), SWA_INVALID_ARGUMENT);
+  EXPECT_EQ(swa_attention_merge(cache, nullptr), SWA_INVALID_ARGUMENT);
+  swa_merge_args_t bad = m;
+  bad.rows = -1;
+  EXPECT_EQ(swa_attention_merge(cache, &bad), SWA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(swa_last_error()).find("rows"), std::string::npos);
+  bad = m, bad.head_dim = 0;
+  EXPECT_EQ(swa_attention_merge(cache, &bad), SWA_INVALID_ARGUMENT);
+  bad = m, bad.lse_b = nullptr;
+  EXPECT_EQ(swa_attention_merge(cache, &bad), SWA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(swa_last_error()).find("lse_b"), std::string::npos);
+  bad = m, bad.dtype = static_cast<swa_dtype_t>(7);
+  EXPECT_EQ(swa_attention_merge(cache, &bad), SWA_INVALID_ARGUMENT);
+  bad = m, bad.struct_size = 3;
+  EXPECT_EQ(swa_attention_merge(cache, &bad), SWA_INVALID_ARGUMENT);
+  EXPECT_EQ(x[0], 1.0f);  // nothing written by a refused call
+  swa_cache_destroy(cache);
+}
+
+// The window attention of a swa_step (lse requested, sink given to it) merged
+// with the test's attention over extra "compressed" keys (no sink) equals one
+// softmax over the window keys and the extra keys.
+TEST(Merge, WindowPlusCompressedEqualsOneSoftmax) {
+  using namespace swa_reference;
+  const int hq = 4, d = 64, T = 6;
+  uint32_t slot;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<float> k(size_t(T) * d), q(size_t(T) * hq * d), sinks(hq);
+  for (float& x : k) x = float(u(rng));
+  for (float& x : q) x = float(u(rng));
+  for (float& x : sinks) x = float(u(rng));
+  swa_layer_desc_t l;
+  swa_layer_desc_init(&l);
+  l.q_heads = hq, l.head_dim = d, l.kv_format = SWA_FORMAT_FP32, l.has_sinks = 1;
+  swa_config_t c;
+  swa_config_init(&c);
+  c.window = 8, c.max_slots = 1, c.backend = SWA_BACKEND_CPU, c.num_layers = 1, c.layers = &l;
+  swa_cache_t* cache = nullptr;
+  ASSERT_EQ(swa_cache_create(&c, &cache), SWA_OK) << swa_last_error();
+  ASSERT_EQ(swa_slot_alloc(cache, &slot), SWA_OK);
+  swa_plan_t* plan = nullptr;
+  ASSERT_EQ(swa_plan_create(cache, &plan), SWA_OK);
+  const swa_seq_t seq{slot, T, T, 0};
+  ASSERT_EQ(swa_plan_build(plan, &seq, 1), SWA_OK);
+  std::vector<float> out(q.size()), lse(size_t(T) * hq);
+  swa_step_args_t a;
+  swa_step_args_init(&a);
+  a.q = q.data(), a.k_new = k.data(), a.out = out.data(), a.sinks = sinks.data(), a.lse = lse.data();
+  ASSERT_EQ(swa_step(cache, plan, &a), SWA_OK) << swa_last_error();
+  // Extra keys (shared K=V), visible to every token.
+  const int extra = 5;
+  std::vector<std::vector<double>> ek(extra, std::vector<double>(d));
+  for (auto& e : ek)
+    for (double& x : e) x = u(rng);
+  const double scale = 1.0 / std::sqrt(double(d));
+  std::vector<float> ob(q.size()), lb(lse.size());
+  std::vector<double> want(q.size());
+  for (int t = 0; t < T; ++t)
+    for (int hh = 0; hh < hq; ++hh) {
+      const float* qv = &q[(size_t(t) * hq + hh) * d];
+      std::vector<double> z;
+      std::vector<std::vector<double>> vals;
+      std::vector<int> part_b, all;
+      for (int j = 0; j <= t; ++j) {  // window keys (W 8 > T: all earlier ones)
+        double dot = 0;
+        for (int i = 0; i < d; ++i) dot += double(qv[i]) * double(k[size_t(j) * d + i]);
+        z.push_back(scale * dot), vals.emplace_back(&k[size_t(j) * d], &k[size_t(j) * d] + d);
+        all.push_back(int(z.size()) - 1);
+      }
+      for (const auto& e : ek) {
+        double dot = 0;
+        for (int i = 0; i < d; ++i) dot += double(qv[i]) * e[i];
+        z.push_back(scale * dot), vals.push_back(e);
+        all.push_back(int(z.size()) - 1), part_b.push_back(int(z.size()) - 1);
+      }
+      const double s = sinks[hh];
+      double lall, lpart;
+      std::vector<double> o(d);
+      Partial(z, vals, all, &s, d, &want[(size_t(t) * hq + hh) * d], &lall);
+      Partial(z, vals, part_b, nullptr, d, o.data(), &lpart);
+      for (int i = 0; i < d; ++i) ob[(size_t(t) * hq + hh) * d + i] = float(o[i]);
+      lb[size_t(t) * hq + hh] = float(lpart);
+    }
+  swa_merge_args_t m;
+  swa_merge_args_init(&m);
+  m.rows = T * hq, m.head_dim = d, m.out_a = out.data(), m.lse_a = lse.data();
+  m.out_b = ob.data(), m.lse_b = lb.data(), m.out = out.data(), m.lse = lse.data();
+  ASSERT_EQ(swa_attention_merge(cache, &m), SWA_OK) << swa_last_error();
+  EXPECT_LE(RelativeL2(out.data(), want.data(), want.size()), 1e-5);
+  swa_plan_destroy(plan);
+  swa_cache_destroy(cache);
+}
+
+}  // namespace
