@@ -203,7 +203,9 @@ typedef struct swa_config {
   uint32_t draft_tokens;      /**< N, speculative draft tokens per step. Default 0. */
   uint32_t ring_len;          /**< R; 0 = W + N + 1. Must be >= W + N. Default 0. */
   uint32_t alignment;         /**< Region alignment in bytes, power of two >= 16. Default 32. */
-  uint32_t max_slots;         /**< Number of state slots in the pool. Default 64. */
+  uint32_t max_slots;         /**< State slots in the pool, 1 ... 2^20. The slot table keeps
+                                   about 32 bytes per slot and every plan 8 bytes per slot,
+                                   whatever the batch. Default 64. */
   swa_backend_t backend;      /**< Default SWA_BACKEND_AUTO. */
   int32_t device;             /**< CUDA device ordinal for the CUDA backend. Default 0. */
   swa_scale_mode_t scale_mode; /**< MXFP8 scale rule. Default SWA_SCALE_CEIL. */

@@ -7,6 +7,7 @@
 // file's AVX copy for everyone), so it includes no project header with inline
 // code and keeps its few scalar helpers in an anonymous namespace.
 #include "codec/avx2_internal.h"
+#include "common/cpu_features.h"
 #include "codec/codec.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__)
@@ -199,8 +200,7 @@ uint32_t Bf16ToBf16(const uint16_t* src, uint32_t dim, uint16_t* dst) {
 
 const RowKernels* Avx2Kernels() {
   static const bool supported = (__builtin_cpu_init(), __builtin_cpu_supports("avx2")) &&
-                                __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c");
+                                __builtin_cpu_supports("fma") && CpuHasF16c();
   static const RowKernels kernels = {
       "avx2",   Avx2Mxfp8EncodeF32, Avx2Mxfp8EncodeBf16, DecodeF32, DecodeBf16,
       F32ToF32, F32ToBf16, Bf16ToF32,  Bf16ToBf16,

@@ -109,6 +109,10 @@ absl::StatusOr<Layout> Layout::Create(const ModelSpec& spec) {
     return Invalid("alignment = %u is not a power of two in [%u, %u]", spec.alignment,
                    kMinAlignment, kMaxAlignment);
   if (spec.max_slots == 0) return Invalid("max_slots = 0: the pool needs at least one slot");
+  if (spec.max_slots > kMaxSlots)
+    return Invalid("max_slots = %u exceeds %u (the slot table and every plan keep per-slot "
+                   "state: 40 bytes per slot)",
+                   spec.max_slots, kMaxSlots);
   if (spec.scale_mode != ScaleMode::kCeil && spec.scale_mode != ScaleMode::kFloor)
     return Invalid("scale_mode = %u is not a swa_scale_mode_t value",
                    static_cast<uint32_t>(spec.scale_mode));

@@ -57,6 +57,10 @@ inline constexpr uint32_t kMaxDraftTokens = 1u << 10;
 inline constexpr uint32_t kMaxHeadDim = 1u << 14;
 inline constexpr uint32_t kMaxHeads = 1u << 12;
 inline constexpr uint32_t kMaxLayers = 1u << 12;
+// Slots of one cache: the slot table keeps ~32 B per slot and every plan 8 B
+// per slot, allocated up front; a million sequences on one cache is beyond
+// any engine's batch.
+inline constexpr uint32_t kMaxSlots = 1u << 20;
 inline constexpr uint32_t kMaxAlignment = 4096;
 inline constexpr uint32_t kMinAlignment = 16;
 

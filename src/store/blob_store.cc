@@ -9,7 +9,6 @@ namespace {
 
 // Blobs of an unexpected size are read whole to learn why; past this size we
 // give up and report the size alone.
-constexpr uint64_t kMaxInspectBytes = uint64_t{256} << 20;
 
 // A store error with the call and the full key in front of the store's text.
 absl::Status Named(const absl::Status& status, const char* call, std::string_view full_key) {
@@ -85,9 +84,12 @@ absl::Status BlobStore::ExplainSizeMismatch(std::string_view key, uint64_t blob_
                                             kBlobHeaderBytes + expect.payload_bytes);
   if (blob_size < kBlobHeaderBytes)
     return absl::DataLossError(absl::StrFormat("%s: shorter than a header, truncated", where));
-  if (blob_size > kMaxInspectBytes)
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s: written for another layout (too large to inspect)", where));
+  // Never allocate more than this cache's blobs take, whatever the store claims.
+  if (blob_size > kBlobHeaderBytes + expect.payload_bytes)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: larger than any blob of this layout (another layout, or a store reporting a wrong "
+        "size); not read",
+        where));
   std::vector<uint8_t> blob(blob_size);
   const ByteSpan whole[1] = {ByteSpan(blob.data(), blob.size())};
   absl::StatusOr<uint64_t> again = Get(key, whole);

@@ -59,7 +59,12 @@ const BadConfig kBadConfigs[] = {
      "alignment = 8"},
     {"zero slots", [](Model& m) { m.config.max_slots = 0; }, SWA_INVALID_ARGUMENT,
      "max_slots = 0"},
-    {"slot rows overflow int32", [](Model& m) { m.config.max_slots = 1u << 30; },
+    {"too many slots", [](Model& m) { m.config.max_slots = 268435455; }, SWA_INVALID_ARGUMENT,
+     "max_slots = 268435455 exceeds 1048576"},
+    {"slot rows overflow int32", [](Model& m) {
+       m.config.max_slots = 1u << 20;
+       m.config.ring_len = 4096;
+     },
      SWA_INVALID_ARGUMENT, "max_slots * ring_len"},
     {"zero layers", [](Model& m) { m.config.num_layers = 0; }, SWA_INVALID_ARGUMENT,
      "num_layers = 0"},
@@ -110,6 +115,16 @@ TEST(Config, EveryInvalidFieldIsNamed) {
     layout.struct_size = sizeof layout;
     EXPECT_EQ(swa_layout_compute(&m.config, &layout), bad.code) << bad.name;
   }
+}
+
+// A pool the machine cannot hold is refused at once, naming the bytes, not
+// after seconds of allocating slot state (max_slots is bounded too).
+TEST(Config, PoolLargerThanTheMachineIsRefused) {
+  Model m(4, 0, 1u << 20);  // 1 Mi slots of 4 DeepSeek-V4-like rings: ~5.6 TB
+  swa_cache_t* cache = nullptr;
+  EXPECT_EQ(swa_cache_create(&m.config, &cache), SWA_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(cache, nullptr);
+  EXPECT_NE(LastError().find("bytes"), std::string::npos) << LastError();
 }
 
 TEST(Config, NullPointers) {

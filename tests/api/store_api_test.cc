@@ -50,6 +50,7 @@ const uint8_t kKey[] = {'s', 'e', 'q', 0, 7};
 
 // An engine-written store that records what the library hands it.
 struct Recorder {
+  uint64_t claim_extra = 0;  // get reports the blob this much larger (a lying store)
   int releases = 0;
   int puts = 0;
   std::string last_key;
@@ -91,8 +92,8 @@ swa_status_t RecGet(void* ud, const uint8_t*, size_t, const swa_iov_t* iov, size
   if (r->blob.empty()) return SWA_NOT_FOUND;
   uint64_t total = 0;
   for (size_t i = 0; i < n_iov; ++i) total += iov[i].size;
-  *blob_size = r->blob.size();
-  if (total != r->blob.size()) return SWA_OK;
+  *blob_size = r->blob.size() + r->claim_extra;
+  if (total != *blob_size) return SWA_OK;
   size_t at = 0;
   for (size_t i = 0; i < n_iov; ++i) {
     std::memcpy(iov[i].data, r->blob.data() + at, iov[i].size);
@@ -187,6 +188,27 @@ TEST(StoreApi, LibraryHandsTheSlotInPlaceWithAPrefixedKey) {
   EXPECT_EQ(swa_cache_store_exists(h.cache, kKey, sizeof kKey, &exists), SWA_UNIMPLEMENTED);
   EXPECT_EQ(swa_cache_store_remove(h.cache, kKey, sizeof kKey), SWA_UNIMPLEMENTED);
   EXPECT_EQ(rec.releases, 0);
+}
+
+// A store that claims a blob larger than this layout's blobs is refused before
+// anything is allocated for the claim, and the slot is untouched.
+TEST(StoreApi, AStoreClaimingAHugeBlobIsRefusedWithoutReadingIt) {
+  CacheHolder h;
+  MakeCache(&h);
+  uint32_t slot = 0, other = 0;
+  ASSERT_EQ(swa_slot_alloc(h.cache, &slot), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(h.cache, &other), SWA_OK);
+  for (uint64_t i = 0; i < h.layout.slot_bytes; ++i) SlotBase(h, slot)[i] = uint8_t(i * 7 + 1);
+  Recorder rec;
+  swa_kv_store_t t = RecorderTable(&rec);
+  ASSERT_EQ(swa_cache_set_store(h.cache, &t), SWA_OK);
+  ASSERT_EQ(swa_slot_save(h.cache, slot, kKey, sizeof kKey), SWA_OK) << swa_last_error();
+  std::vector<uint8_t> before(SlotBase(h, other), SlotBase(h, other) + h.layout.slot_bytes);
+  rec.claim_extra = uint64_t{200} << 20;
+  EXPECT_EQ(swa_slot_restore(h.cache, other, kKey, sizeof kKey), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(swa_last_error()).find("larger than any blob"), std::string::npos)
+      << swa_last_error();
+  EXPECT_EQ(std::memcmp(before.data(), SlotBase(h, other), before.size()), 0);
 }
 
 TEST(StoreApi, CallbackMessagesAndCodesAreCopied) {

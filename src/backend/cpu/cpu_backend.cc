@@ -3,6 +3,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -41,6 +42,14 @@ class CpuBackend final : public Backend {
     if (alignment > 4096)
       return absl::InvalidArgumentError(absl::StrFormat("alignment %u exceeds 4096", alignment));
     if (bytes == 0) bytes = 1;
+    // The mapping is lazy (overcommit would accept almost anything and fail
+    // later, at first touch): refuse a pool larger than the machine's memory.
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && bytes / uint64_t(page) > uint64_t(pages))
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the pool needs %u bytes (max_slots * slot_bytes), more than this machine's %u bytes "
+          "of memory",
+          bytes, uint64_t(pages) * uint64_t(page)));
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
       return absl::ResourceExhaustedError(
