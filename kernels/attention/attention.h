@@ -30,6 +30,12 @@ struct AttentionParams {
   Dtype out_dtype = Dtype::kFp32;
   const float* sinks = nullptr;
   float scale = 0;
+  float softcap = 0;     // > 0: scaled scores z -> softcap * tanh(z / softcap) (sinks not)
+  float* lse = nullptr;  // [T, Hq] device, optional: m + ln l per row, -inf when l == 0
+  // RoPE: with rope.on(), queries are rotated on load by their positions
+  // (q_start + token); with rope.derotate_output the output's rotary dims are
+  // rotated back by the same position before the store.
+  RopeParams rope;
 
   int32_t q_heads = 0;
   int32_t kv_heads = 0;

@@ -8,6 +8,7 @@
 #include "codec/mxfp8_math.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/key_range.h"
+#include "kernels/attention/softmax_stats.h"
 
 namespace swa::kernels {
 
@@ -123,6 +124,26 @@ __device__ __forceinline__ void LoadQuery8(const AttentionParams& p, int64_t ele
 #pragma unroll
     for (int j = 0; j < 8; ++j) out[j] = __uint_as_float(uint32_t(h[j]) << 16);
   }
+}
+
+// One query value as FP32.
+__device__ __forceinline__ float LoadQuery1(const AttentionParams& p, int64_t elem) {
+  return p.q_dtype == Dtype::kFp32 ? static_cast<const float*>(p.q)[elem]
+                                   : codec::Bf16ToFloat(static_cast<const uint16_t*>(p.q)[elem]);
+}
+
+// Dim e of the query vector starting at element `vec0`, rotated by `pos` when
+// the layer has RoPE (the partner dim is read from memory too).
+__device__ __forceinline__ float LoadQueryDim(const AttentionParams& p, int64_t vec0, int e,
+                                              float pos) {
+  if (!p.rope.on()) return LoadQuery1(p, vec0 + e);
+  return RopeRotatedDim(p.rope, uint32_t(e), pos, p.rope.attention_factor, 1.0f,
+                        [&](uint32_t d) { return LoadQuery1(p, vec0 + d); });
+}
+
+// A scaled score after the layer's soft-cap (if any).
+__device__ __forceinline__ float CappedScore(const AttentionParams& p, float z) {
+  return p.softcap > 0 ? SoftCapScore(z, p.softcap, 1.0f / p.softcap) : z;
 }
 
 __device__ __forceinline__ void StoreOut(const AttentionParams& p, int64_t elem, float v) {

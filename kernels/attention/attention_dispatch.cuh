@@ -68,7 +68,10 @@ cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
   if (p.q == nullptr || p.out == nullptr || p.seqs == nullptr || p.kv_heads <= 0 ||
       p.q_heads <= 0 || p.q_heads % p.kv_heads != 0 || p.n_seqs < 0 ||
       (kStaged ? (p.pivots == nullptr || p.staging == nullptr)
-               : (p.offset_len == nullptr || p.ring.base == nullptr || p.ring.ring_len <= 0)))
+               : (p.offset_len == nullptr || p.ring.base == nullptr || p.ring.ring_len <= 0)) ||
+      !(p.softcap >= 0) ||
+      (p.rope.on() && (p.rope.inv_freq == nullptr || p.rope.dims <= 0 || p.rope.dims % 2 != 0 ||
+                       p.rope.first_dim < 0 || p.rope.first_dim + p.rope.dims > p.head_dim)))
     return cudaErrorInvalidValue;
   if (p.n_seqs == 0) return cudaSuccess;
   return DispatchHeadDim<kStaged>(p, stream, AttentionHeadDims{});

@@ -33,6 +33,8 @@ struct MmaShape {
   static constexpr size_t kPBytes = size_t(kRows) * kPStride * 2;
   static constexpr size_t kStatBytes = size_t(kRows) * 4 * 5;  // m, l, alpha, begin, end
   static constexpr size_t kSmemBytes = kQBytes + kKBytes + kVBytes + kSBytes + kPBytes + kStatBytes;
+  // The epilogue's de-rotation stages kRows x D FP32 outputs over Q, K, V, S.
+  static_assert(size_t(kRows) * D * 4 <= kQBytes + kKBytes + kVBytes + kSBytes);
 };
 
 __device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2,
@@ -111,7 +113,14 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
     float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (r < n_rows) {
       const QueryRow qr = QueryRowOf(r, group, g);
-      LoadQuery8(p, ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D + e, v);
+      const int64_t vec0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
+      if (p.rope.on()) {
+        const float pos = float(sk.s.q_start + qr.token);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = LoadQueryDim(p, vec0, e + j, pos);
+      } else {
+        LoadQuery8(p, vec0 + e, v);
+      }
     }
 #pragma unroll
     for (int j = 0; j < 8; ++j) q_s[rr * S::kQStride + e + j] = __float2bfloat16_rn(v[j]);
@@ -181,7 +190,8 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
             const int col = kbase + nt * 8 + tig * 2 + c2;
             const int32_t key = k0 + col;
             const bool vis = key >= row_begin[r] && key < row_end[r];
-            s_s[r * S::kSStride + col] = vis ? acc[nt][2 * h + c2] * p.scale : kNegInf;
+            s_s[r * S::kSStride + col] =
+                vis ? CappedScore(p, acc[nt][2 * h + c2] * p.scale) : kNegInf;
           }
         }
     }
@@ -246,7 +256,17 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
   }
   __syncthreads();
 
-  // Normalise and write this warp's 16 rows x D/CS columns.
+  if (p.lse != nullptr && tid < S::kRows && work.row0 + tid < n_rows) {
+    const QueryRow qr = QueryRowOf(work.row0 + tid, group, g);
+    p.lse[(int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head] =
+        RowLse(row_m[tid], row_l[tid]);
+  }
+
+  // Normalise and write this warp's 16 rows x D/CS columns; with de-rotation
+  // they go through shared memory first (a dim's pair partner belongs to
+  // another thread), then every thread rotates and stores whole dims.
+  const bool derotate = p.rope.on() && p.rope.derotate_output;
+  float* o_s = reinterpret_cast<float*>(smem);  // Q, K, V, S: no longer read
   const int obase = cs * (D / S::kColSplit);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -260,9 +280,28 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
 #pragma unroll
     for (int nt = 0; nt < S::kOTiles; ++nt) {
       const int col = obase + nt * 8 + tig * 2;
-      StoreOut(p, elem0 + col, o[nt][2 * h] * inv);
-      StoreOut(p, elem0 + col + 1, o[nt][2 * h + 1] * inv);
+      if (derotate) {
+        o_s[rr * D + col] = o[nt][2 * h] * inv;
+        o_s[rr * D + col + 1] = o[nt][2 * h + 1] * inv;
+      } else {
+        StoreOut(p, elem0 + col, o[nt][2 * h] * inv);
+        StoreOut(p, elem0 + col + 1, o[nt][2 * h + 1] * inv);
+      }
     }
+  }
+  if (!derotate) return;
+  __syncthreads();
+  for (int idx = tid; idx < S::kRows * D; idx += S::kThreads) {
+    const int rr = idx / D;
+    const int e = idx % D;
+    const int32_t r = work.row0 + rr;
+    if (r >= n_rows) continue;
+    const QueryRow qr = QueryRowOf(r, group, g);
+    const int64_t elem0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
+    const float* row = o_s + rr * D;
+    StoreOut(p, elem0 + e,
+             RopeRotatedDim(p.rope, uint32_t(e), float(sk.s.q_start + qr.token), 1.0f, -1.0f,
+                            [&](uint32_t d) { return row[d]; }));
   }
 }
 

@@ -16,6 +16,8 @@ struct PreciseShape {
   static constexpr int kThreads = 32 * kWarps;
 };
 static_assert(PreciseShape::kRows == kPreciseTileRows);
+// The epilogue's de-rotation stages the CTA's output rows in the K tile.
+static_assert(PreciseShape::kRows <= PreciseShape::kKeys);
 
 template <int D>
 constexpr size_t PreciseSmemBytes(bool shared_kv) {
@@ -49,6 +51,7 @@ __global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel
   __syncthreads();
 
   float q[S::kRowsPerWarp][kC], o[S::kRowsPerWarp][kC], m[S::kRowsPerWarp], l[S::kRowsPerWarp];
+  float pos[S::kRowsPerWarp];  // the row's token position (RoPE)
   KeyRange kr[S::kRowsPerWarp];
   int64_t out_elem[S::kRowsPerWarp];
 #pragma unroll
@@ -58,13 +61,18 @@ __global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel
     m[rr] = kNegInf;
     l[rr] = 0;
     out_elem[rr] = -1;
+    pos[rr] = 0;
 #pragma unroll
     for (int c = 0; c < kC; ++c) o[rr][c] = q[rr][c] = 0;
     if (r >= n_rows) continue;
     const QueryRow qr = QueryRowOf(r, group, g);
     kr[rr] = sk.TokenKeys(p, qr.token);
     out_elem[rr] = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
-    if (p.q_dtype == Dtype::kFp32) {
+    pos[rr] = float(sk.s.q_start + qr.token);
+    if (p.rope.on()) {
+#pragma unroll
+      for (int c = 0; c < kC; ++c) q[rr][c] = LoadQueryDim(p, out_elem[rr], lane + 32 * c, pos[rr]);
+    } else if (p.q_dtype == Dtype::kFp32) {
       const float* qs = static_cast<const float*>(p.q) + out_elem[rr];
 #pragma unroll
       for (int c = 0; c < kC; ++c) q[rr][c] = qs[lane + 32 * c];
@@ -114,7 +122,7 @@ __global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel
         float dot = 0;
 #pragma unroll
         for (int c = 0; c < kC; ++c) dot = fmaf(q[rr][c], kv[lane + 32 * c], dot);
-        const float z = WarpSum(dot) * p.scale;
+        const float z = CappedScore(p, WarpSum(dot) * p.scale);
         const float m_new = z > m[rr] ? z : m[rr];
         const float corr = Rescale(m[rr], m_new);
         const float pe = expf(z - m_new);
@@ -127,12 +135,34 @@ __global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel
     }
   }
 
+  if (p.lse != nullptr && lane == 0) {
+#pragma unroll
+    for (int rr = 0; rr < S::kRowsPerWarp; ++rr)
+      if (out_elem[rr] >= 0) p.lse[out_elem[rr] / D] = RowLse(m[rr], l[rr]);
+  }
+  const bool derotate = p.rope.on() && p.rope.derotate_output;
+  // De-rotation reads the pair partner from another lane: the warp's rows go
+  // through shared memory (the K tile, free once every warp has finished).
+  float* o_s = k_tile + warp * S::kRowsPerWarp * D;
+  if (derotate) __syncthreads();
 #pragma unroll
   for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
     if (out_elem[rr] < 0) continue;
     const float inv = l[rr] > 0 ? 1.0f / l[rr] : 0.0f;
+    if (!derotate) {
 #pragma unroll
-    for (int c = 0; c < kC; ++c) StoreOut(p, out_elem[rr] + lane + 32 * c, o[rr][c] * inv);
+      for (int c = 0; c < kC; ++c) StoreOut(p, out_elem[rr] + lane + 32 * c, o[rr][c] * inv);
+      continue;
+    }
+    float* row = o_s + rr * D;
+#pragma unroll
+    for (int c = 0; c < kC; ++c) row[lane + 32 * c] = o[rr][c] * inv;
+    __syncwarp();
+#pragma unroll
+    for (int c = 0; c < kC; ++c)
+      StoreOut(p, out_elem[rr] + lane + 32 * c,
+               RopeRotatedDim(p.rope, uint32_t(lane + 32 * c), pos[rr], 1.0f, -1.0f,
+                              [&](uint32_t d) { return row[d]; }));
   }
 }
 

@@ -68,7 +68,20 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
 
     uint32_t bits[32];
     const void* src = is_v ? p.v_new : p.k_new;
-    if (p.src_dtype == Dtype::kFp32) {
+    // A rotated key is FP32 from here on, whatever its source dtype (as on the CPU).
+    const bool rotate = !is_v && p.rope.on();
+    if (rotate) {
+      // The whole block is rotated first (the NEOX partner of a dim may lie in
+      // another block of the vector: it is read from the source), so the
+      // block's scale comes from the rotated values.
+      const int64_t head0 = elem0 - int64_t(b) * 32;
+      const bool fp32 = p.src_dtype == Dtype::kFp32;
+      auto load = [&](uint32_t d) -> float {
+        return fp32 ? static_cast<const float*>(src)[head0 + d]
+                    : codec::Bf16ToFloat(static_cast<const uint16_t*>(src)[head0 + d]);
+      };
+      RotatedBlockBits(p.rope, uint32_t(b), float(p.positions[t]), load, bits);
+    } else if (p.src_dtype == Dtype::kFp32) {
       const float* s = static_cast<const float*>(src) + elem0;
 #pragma unroll
       for (int j = 0; j < 32; ++j) bits[j] = __float_as_uint(s[j]);
@@ -90,7 +103,7 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
       uint16_t* d = reinterpret_cast<uint16_t*>(vec) + b * 32;
 #pragma unroll
       for (int j = 0; j < 32; ++j)  // a BF16 source is copied as is (NaN payloads kept)
-        d[j] = p.src_dtype == Dtype::kBf16 ? uint16_t(bits[j] >> 16)
+        d[j] = p.src_dtype == Dtype::kBf16 && !rotate ? uint16_t(bits[j] >> 16)
                                          : codec::Bf16FromFloat(__uint_as_float(bits[j]));
     } else {
       bad = BlockIsNonFinite(bits);
@@ -129,7 +142,10 @@ cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream) {
       p.k_new == nullptr || uint32_t(p.format) > uint32_t(Format::kFp32) ||
       uint32_t(p.src_dtype) > uint32_t(Dtype::kBf16) ||
       (p.store_rows == nullptr && p.staging == nullptr) ||
-      (p.store_rows != nullptr && (p.ring.base == nullptr || p.ring.ring_len <= 0)))
+      (p.store_rows != nullptr && (p.ring.base == nullptr || p.ring.ring_len <= 0)) ||
+      (p.rope.on() && (p.positions == nullptr || p.rope.inv_freq == nullptr ||
+                       p.rope.dims <= 0 || p.rope.dims % 2 != 0 || p.rope.first_dim < 0 ||
+                       p.rope.first_dim + p.rope.dims > p.head_dim)))
     return cudaErrorInvalidValue;
   if (p.n_tokens == 0) return cudaSuccess;
   const int64_t heads = int64_t(p.kv_heads) * (p.v_new != nullptr ? 2 : 1);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/records.h"
+#include "kernels/step/rope_apply.h"
 
 namespace swa::kernels {
 
@@ -29,6 +30,10 @@ struct EncodeParams {
   RingRows ring;
   uint8_t* staging = nullptr;
   unsigned long long* nonfinite = nullptr;  // optional device counter (atomicAdd)
+  // RoPE: with rope.on(), each K vector is rotated by positions[t] (device,
+  // [T], required then) before it is encoded; V vectors never rotate.
+  RopeParams rope;
+  const int32_t* positions = nullptr;
 };
 cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream);
 

@@ -25,19 +25,47 @@ SWA_HOST_DEVICE void RopePair(RopeStyle style, uint32_t first, uint32_t n, uint3
   }
 }
 
+// The inverse of RopePair: the frequency i of dim e of a head and whether e
+// is the pair's first member (x). False when e is not a rotary dim.
+SWA_HOST_DEVICE bool RopeFreqOf(RopeStyle style, uint32_t first, uint32_t n, uint32_t e,
+                                uint32_t* i, bool* is_first) {
+  if (style == RopeStyle::kNone || e < first || e >= first + n) return false;
+  const uint32_t off = e - first;
+  if (style == RopeStyle::kGptj) {
+    *i = off / 2;
+    *is_first = (off & 1u) == 0;
+  } else {
+    *is_first = off < n / 2;
+    *i = *is_first ? off : off - n / 2;
+  }
+  return true;
+}
+
 // cos and sin of frequency i at `pos`, times the attention factor.
 SWA_HOST_DEVICE void RopeAngle(float pos, float inv_freq, float factor, float* c, float* s) {
+#if defined(__CUDA_ARCH__)
+  const float angle = __fmul_rn(pos, inv_freq);
+  *c = __fmul_rn(cosf(angle), factor);
+  *s = __fmul_rn(sinf(angle), factor);
+#else
   const float angle = pos * inv_freq;
   *c = cosf(angle) * factor;
   *s = sinf(angle) * factor;
+#endif
 }
 
 // (x, y) -> (x c - y s, y c + x s). With -s, the inverse rotation.
 SWA_HOST_DEVICE void RotatePair(float* x, float* y, float c, float s) {
   const float x0 = *x, y0 = *y;
+#if defined(__CUDA_ARCH__)
+  // nvcc contracts a * b - c * d into an FMA by default: round every step.
+  *x = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(y0, s));
+  *y = __fadd_rn(__fmul_rn(y0, c), __fmul_rn(x0, s));
+#else
   const float xc = x0 * c, ys = y0 * s, yc = y0 * c, xs = x0 * s;
   *x = xc - ys;
   *y = yc + xs;
+#endif
 }
 
 // Rotates the rotary dims of one head vector `v` with per-frequency cos/sin

@@ -10,11 +10,11 @@
 namespace swa_gpu {
 namespace {
 
-TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
-  SWA_SKIP_WITHOUT_DEVICE();
+// Captures the decode step of a one-layer cache (shared K/V, one KV head) once and replays it with new
+// lengths; with `with_lse` the per-row LSE is written and compared too.
+void CapturedReplays(const LayerCfg& cfg, bool with_lse, uint64_t seed) {
   const uint32_t W = 32, N = 2, slots = 4;
-  const LayerCfg cfg = {SWA_FORMAT_MXFP8, 16, 1, 512, true, true};
-  DualCache dc(W, N, {cfg}, slots, 9);
+  DualCache dc(W, N, {cfg}, slots, seed);
   const int32_t nq = int32_t(N) + 1;
   const int32_t max_tokens = int32_t(slots) * nq;
 
@@ -26,7 +26,7 @@ TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
     seqs.push_back({s, len[s], len[s], 0});
   }
   dc.Step(seqs, {SWA_DTYPE_BF16, SWA_DTYPE_BF16, SWA_DTYPE_BF16});
-  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
 
   auto step_or = swa::cuda::DeviceDecodeStep::Create(*dc.gpu()->impl, 0, int32_t(slots),
                                                      max_tokens);
@@ -38,6 +38,8 @@ TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
   const size_t q_elems = size_t(max_tokens) * cfg.q_heads * cfg.head_dim;
   const size_t kv_elems = size_t(max_tokens) * cfg.head_dim;
   DeviceBuffer dq(q_elems * 2), dk(kv_elems * 2), dout(q_elems * 2);
+  const size_t max_rows = size_t(max_tokens) * cfg.q_heads;
+  DeviceBuffer dlse(max_rows * 4);
   std::vector<uint32_t> slot_ids(slots);
   for (uint32_t s = 0; s < slots; ++s) slot_ids[s] = s;
   d_slot.Upload(slot_ids.data(), slots * 4);
@@ -52,7 +54,8 @@ TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
   x.q = dq.get();
   x.k_new = dk.get();
   x.out = dout.get();
-  x.sinks = dc.device_sinks(0);
+  x.sinks = cfg.sinks ? dc.device_sinks(0) : nullptr;
+  x.lse = with_lse ? static_cast<float*>(dlse.get()) : nullptr;
 
   cudaStream_t stream = dc.stream();
   cudaGraph_t graph = nullptr;
@@ -84,6 +87,7 @@ TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
     dq.Upload(hq.data(), hq.size());
     dk.Upload(hk.data(), hk.size());
     CUDA_ASSERT(cudaMemset(dout.get(), 0xFF, q_elems * 2));
+    CUDA_ASSERT(cudaMemset(dlse.get(), 0xFF, max_rows * 4));
     CUDA_ASSERT(cudaDeviceSynchronize());
     CUDA_ASSERT(cudaGraphLaunch(exec, stream));
     CUDA_ASSERT(cudaStreamSynchronize(stream));
@@ -101,16 +105,55 @@ TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
     a.q = hq.data();
     a.k_new = hk.data();
     a.out = out_cpu.data();
-    a.sinks = dc.sinks(0).data();
+    a.sinks = cfg.sinks ? dc.sinks(0).data() : nullptr;
+    const size_t rows = size_t(T) * cfg.q_heads;
+    std::vector<float> lse_cpu(rows, NAN), lse_gpu(rows, NAN);
+    a.lse = with_lse ? lse_cpu.data() : nullptr;
     ASSERT_EQ(swa_step(dc.cpu(), cpu_plan, &a), SWA_OK) << swa_last_error();
     const double e = RelL2(AsDouble(out_gpu, SWA_DTYPE_BF16), AsDouble(out_cpu, SWA_DTYPE_BF16));
     EXPECT_LE(e, Budget(SWA_DTYPE_BF16)) << "replay " << it;
+    if (with_lse) {
+      dlse.Download(lse_gpu.data(), rows * 4);
+      for (size_t i = 0; i < rows; ++i)
+        ASSERT_LE(std::fabs(double(lse_gpu[i]) - double(lse_cpu[i])),
+                  Budget(SWA_DTYPE_BF16) * (1.0 + std::fabs(double(lse_cpu[i]))))
+            << "replay " << it << " lse row " << i << ": cuda " << lse_gpu[i] << ", cpu "
+            << lse_cpu[i];
+    }
     dc.ComparePools();
-    ASSERT_FALSE(HasFatalFailure()) << "replay " << it;
+    ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "replay " << it;
   }
   swa_plan_destroy(cpu_plan);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+}
+
+TEST(CudaGraph, CapturedDecodeStepReplaysWithNewLengths) {
+  SWA_SKIP_WITHOUT_DEVICE();
+  CapturedReplays({SWA_FORMAT_MXFP8, 16, 1, 512, true, true}, false, 9);
+}
+
+// The soft-cap and the LSE output reach the graph path's attention kernel
+// through the same params as swa_step's.
+TEST(CudaGraph, CapturedDecodeStepWithSoftcapAndLse) {
+  SWA_SKIP_WITHOUT_DEVICE();
+  LayerCfg cfg = {SWA_FORMAT_MXFP8, 8, 1, 128, true, false};  // shared K/V, one KV head
+  cfg.softcap = 1.0f;
+  CapturedReplays(cfg, true, 11);
+}
+
+// RoPE layers are refused at creation (no per-token positions on this path).
+TEST(CudaGraph, RopeLayerIsRefused) {
+  SWA_SKIP_WITHOUT_DEVICE();
+  LayerCfg cfg = {SWA_FORMAT_MXFP8, 4, 1, 128, true, false};
+  cfg.rope_style = SWA_ROPE_NEOX;
+  cfg.rope_dims = 64;
+  DualCache dc(8, 0, {cfg}, 1, 12);
+  auto step_or = swa::cuda::DeviceDecodeStep::Create(*dc.gpu()->impl, 0, 1, 1);
+  ASSERT_FALSE(step_or.ok());
+  EXPECT_EQ(step_or.status().code(), absl::StatusCode::kUnimplemented) << step_or.status();
+  EXPECT_NE(std::string(step_or.status().message()).find("RoPE"), std::string::npos)
+      << step_or.status();
 }
 
 // An invalid batch (seqlen_q > R - W + 1) makes the planner report the

@@ -18,8 +18,9 @@ BUNDLE="${SWA_GPU_BUNDLE:-$ROOT/build-gpu-bundle}"
 JOBS="${JOBS:-2}"
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 
-TARGETS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_graph_test \
-gpu_cuda_project_test cuda_kernel_math_test project_gemm_test attention_cuda_bench"
+TARGETS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test \
+gpu_cuda_graph_test gpu_cuda_project_test cuda_kernel_math_test cuda_rope_math_test \
+project_gemm_test attention_cuda_bench"
 
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   # H200 = sm_90a; Release keeps the binaries small.

@@ -98,8 +98,8 @@ run_step() {
 nvidia-smi >> "$LOG" 2>&1 || log "nvidia-smi not available"
 
 # The codec and planner kernels first (small, and they isolate the step's parts).
-GPU_TESTS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_graph_test gpu_cuda_project_test"
-CPU_TESTS="cuda_kernel_math_test project_gemm_test"
+GPU_TESTS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test gpu_cuda_graph_test gpu_cuda_project_test"
+CPU_TESTS="cuda_kernel_math_test cuda_rope_math_test project_gemm_test"
 
 # 1. Binaries: the carried bundle, else a build here.
 if [ -d "$BUNDLE/bin" ]; then
@@ -157,7 +157,7 @@ fi
 
 # 3. compute-sanitizer memcheck on the fast GPU tests (the DeepSeek-shape case is slow under it).
 if command -v compute-sanitizer > /dev/null; then
-  for t in gpu_cuda_graph_test gpu_cuda_step_test; do
+  for t in gpu_cuda_graph_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test; do
     [ -x "$GPU_DIR/$t" ] || continue
     run_step "memcheck $t" 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
       "$GPU_DIR/$t" --gtest_filter='-*DeepSeek*' || true

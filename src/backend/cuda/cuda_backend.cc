@@ -14,6 +14,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {}
 
 CudaBackend::~CudaBackend() {
   DeviceGuard guard(device_);
+  for (auto& [table, dev] : rope_tables_) cudaFree(dev);
   DestroyBlas(blas_);
   if (pool_ != nullptr) cudaMemPoolDestroy(pool_);
 }
@@ -124,11 +125,25 @@ absl::Status CudaBackend::Supports(const LayerSpec& layer) const {
   if (layer.kv_heads > 65535)
     return absl::UnimplementedError(
         absl::StrFormat("kv_heads = %u exceeds the CUDA grid limit 65535", layer.kv_heads));
-  if (layer.rope.style != RopeStyle::kNone || layer.logit_softcap != 0)
-    return absl::UnimplementedError(
-        "RoPE inside the step and the logit soft-cap are implemented on the CPU backend only; "
-        "the CUDA kernels do not have them yet (rotate in the engine, or use the CPU backend)");
   return absl::OkStatus();
+}
+
+absl::StatusOr<const float*> CudaBackend::RopeTableOnDevice(const RopeTable& table) {
+  if (auto it = rope_tables_.find(&table); it != rope_tables_.end()) return it->second;
+  const size_t bytes = table.inv_freq.size() * sizeof(float);
+  float* dev = nullptr;
+  SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&dev), bytes == 0 ? 4 : bytes),
+                           "cudaMalloc of a RoPE frequency table");
+  // Complete before any kernel of this step reads it (a pageable cudaMemcpy
+  // may return before its DMA lands; the caller's stream is non-blocking).
+  cudaError_t e = cudaMemcpy(dev, table.inv_freq.data(), bytes, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    cudaFree(dev);
+    return CudaStatus(e, "cudaMemcpy of a RoPE frequency table");
+  }
+  rope_tables_.emplace(&table, dev);
+  return dev;
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device) {

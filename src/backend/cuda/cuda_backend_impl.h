@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "backend/backend.h"
 #include "backend/cuda/device_scratch.h"
+#include "layout/rope_table.h"
 
 namespace swa::cuda {
 
@@ -53,12 +55,18 @@ class CudaBackend final : public Backend {
   absl::Status LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& prepared,
                                  const uint8_t* dev, cudaStream_t stream, StepResult* result);
 
+  // The device copy of a layer's RoPE frequencies: uploaded on the layer's
+  // first step (mu_ held), then only looked up. Keyed by the table's address,
+  // which is stable: the tables belong to the cache that owns this backend.
+  absl::StatusOr<const float*> RopeTableOnDevice(const RopeTable& table);
+
   const int device_;
   cudaMemPool_t pool_ = nullptr;
   absl::Mutex mu_;  // one step / projection at a time: the scratch below is shared
   PlanUploader uploader_;
   NonfiniteCounters nonfinite_;
   CublasLtContext* blas_ = nullptr;
+  absl::flat_hash_map<const RopeTable*, float*> rope_tables_;  // under mu_; freed at destruction
 };
 
 }  // namespace swa::cuda

@@ -46,10 +46,12 @@ absl::Status CheckNotCapturing(cudaStream_t stream) {
 }  // namespace
 
 // The host image of a build's arrays: seqs | per-token (offset_len or pivots)
-// | store rows | load segments | attention tiles (for one head shape).
+// | store rows | token positions (RoPE) | load segments | attention tiles
+// (for one head shape).
 struct CudaPreparedPlan final : PreparedPlan {
   std::vector<uint8_t> image;
-  size_t off_per_token = 0, off_store_rows = 0, off_segments = 0, off_tiles = 0;
+  size_t off_per_token = 0, off_store_rows = 0, off_positions = 0, off_segments = 0,
+         off_tiles = 0;
   int32_t max_seqlen_q = 0;
   // The work list at the image's tail: (sequence, row tile) pairs for query
   // rows grouped by `group` per token and `tile_rows` per CTA.
@@ -71,7 +73,8 @@ absl::Status CudaBackend::Prepare(const PlanView& plan, std::unique_ptr<Prepared
   const size_t segments = plan.staged ? plan.n_load_segments * sizeof(RowSegment) : 0;
   cp->off_per_token = Align16(plan.n_seqs * sizeof(PlannedSeq));
   cp->off_store_rows = Align16(cp->off_per_token + per_token);
-  cp->off_segments = Align16(cp->off_store_rows + T * sizeof(int32_t));
+  cp->off_positions = Align16(cp->off_store_rows + T * sizeof(int32_t));
+  cp->off_segments = Align16(cp->off_positions + T * sizeof(int32_t));
   cp->off_tiles = Align16(cp->off_segments + segments);
   cp->image.assign(cp->off_tiles, 0);
   uint8_t* img = cp->image.data();
@@ -79,6 +82,8 @@ absl::Status CudaBackend::Prepare(const PlanView& plan, std::unique_ptr<Prepared
   if (T > 0) {
     std::memcpy(img + cp->off_per_token, plan.staged ? plan.pivots : plan.offset_len, per_token);
     std::memcpy(img + cp->off_store_rows, plan.store_rows, T * sizeof(int32_t));
+    kernels::TokenPositions(plan.seqs, plan.n_seqs,
+                            reinterpret_cast<int32_t*>(img + cp->off_positions));
   }
   if (segments > 0) std::memcpy(img + cp->off_segments, plan.load_segments, segments);
   cp->max_seqlen_q = plan.max_seqlen_q;
@@ -129,9 +134,6 @@ absl::Status CudaBackend::RunStep(const StepWork& work, PreparedPlan& prepared,
 absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
                                         StepResult* result) {
   if (w.plan.n_tokens == 0) return absl::OkStatus();
-  if (w.tensors->lse != nullptr)
-    return absl::UnimplementedError(
-        "lse: the CUDA attention kernels do not write the softmax statistics yet (CPU only)");
   cudaStream_t stream = static_cast<cudaStream_t>(w.tensors->stream);
   SWA_RETURN_IF_ERROR(CheckNotCapturing(stream));
   const bool use_mma = UseMma(w.layer, *w.tensors);
@@ -159,7 +161,12 @@ absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPrepare
   const auto* d_seqs = reinterpret_cast<const PlannedSeq*>(dev);
   const auto* d_per_token = reinterpret_cast<const int32_t*>(dev + cp.off_per_token);
   const auto* d_store_rows = reinterpret_cast<const int32_t*>(dev + cp.off_store_rows);
+  const auto* d_positions = reinterpret_cast<const int32_t*>(dev + cp.off_positions);
   const auto* d_segments = reinterpret_cast<const RowSegment*>(dev + cp.off_segments);
+  const float* d_inv_freq = nullptr;
+  if (L.rope->on()) {
+    SWA_ASSIGN_OR_RETURN(d_inv_freq, RopeTableOnDevice(*L.rope));
+  }
   const auto* d_tiles = reinterpret_cast<const int2*>(dev + cp.off_tiles);
 
   SWA_ASSIGN_OR_RETURN(unsigned long long* d_nonfinite,
@@ -167,7 +174,10 @@ absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPrepare
 
   kernels::EncodeParams enc = EncodeParamsOf(L, x, w.plan.n_tokens);
   enc.nonfinite = d_nonfinite;
+  enc.rope = RopeParamsOf(*L.rope, d_inv_freq);
+  enc.positions = d_positions;
   kernels::AttentionParams at = AttentionParamsOf(L, x, w.scale);
+  at.rope = enc.rope;
   at.seqs = d_seqs;
   at.n_seqs = static_cast<int32_t>(w.plan.n_seqs);
   at.tiles = d_tiles;

@@ -25,6 +25,11 @@ absl::StatusOr<std::unique_ptr<DeviceDecodeStep>> DeviceDecodeStep::Create(
   if (!kernels::AttentionHeadDimSupported(int(spec.head_dim)))
     return absl::UnimplementedError(absl::StrFormat(
         "head_dim = %u is not supported by the CUDA attention kernels", spec.head_dim));
+  if (spec.rope.style != RopeStyle::kNone)
+    return absl::UnimplementedError(absl::StrFormat(
+        "layer %u has RoPE inside the step, which the device decode step does not do (no "
+        "per-token positions on the device path): use swa_step, or rotate in the engine",
+        layer));
   const int32_t max_q = int32_t(lay.ring_len() - lay.window() + 1);
   if (max_seqs < 1 || max_tokens < 1)
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -17,6 +17,9 @@
 // and valid_start itself (or builds a metadata-only host plan per step, see
 // docs/planner.md); the device planner rejects an invalid batch by writing a
 // non-zero *error and the step then writes nothing (no ring row, no output).
+// Nor RoPE inside the step: Create() refuses a layer with rope_style set (the
+// encode kernel would need per-token positions on the device). The logit
+// soft-cap and tensors.lse are honoured (the same attention params as swa_step).
 #pragma once
 
 #include <cuda_runtime_api.h>

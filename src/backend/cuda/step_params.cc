@@ -36,7 +36,21 @@ kernels::AttentionParams AttentionParamsOf(const StepLayer& L, const StepTensors
   at.bytes_per_token = L.ring.bytes_per_token;
   at.window = L.window;
   at.use_mma = UseMma(L, x);
+  at.softcap = L.softcap;
+  at.lse = x.lse;
   return at;
+}
+
+kernels::RopeParams RopeParamsOf(const RopeTable& t, const float* d_inv_freq) {
+  kernels::RopeParams r;
+  if (!t.on()) return r;
+  r.style = t.style;
+  r.first_dim = static_cast<int32_t>(t.first_dim);
+  r.dims = static_cast<int32_t>(t.dims);
+  r.attention_factor = t.attention_factor;
+  r.derotate_output = t.derotate_output;
+  r.inv_freq = d_inv_freq;
+  return r;
 }
 
 }  // namespace swa::cuda

@@ -17,6 +17,10 @@ kernels::EncodeParams EncodeParamsOf(const StepLayer& layer, const StepTensors& 
 kernels::AttentionParams AttentionParamsOf(const StepLayer& layer, const StepTensors& x,
                                            float scale);
 
+// The kernels' view of a layer's RoPE table whose inv_freq lives on the
+// device at `d_inv_freq` (nullptr when the table is off).
+kernels::RopeParams RopeParamsOf(const RopeTable& table, const float* d_inv_freq);
+
 // The tensor-core kernel serves BF16 outputs from MXFP8/BF16 rings (within the
 // BF16 error budget); FP32 outputs or FP32 rings take the precise kernel.
 inline bool UseMma(const StepLayer& layer, const StepTensors& x) {
