@@ -152,6 +152,57 @@ void SoftCap(float* x, int n, float cap) {
   for (int j = 0; j < n; ++j) x[j] = cap * std::tanh(x[j] * inv);
 }
 
+// Online softmax over keys [c0, c1) of the chunk's scores `s` (row i at
+// s + i * lds): P = exp(S - m) inside each row's keys, 0 elsewhere in its
+// tile's hull (P.V reads exactly that hull's segments); rescales the rows'
+// running sums and outputs when their maximum grows.
+void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shape, int rows, int c0,
+                   int c1, int lds, float* s, float* o, int d, Workspace& ws) {
+  for (int i = 0; i < rows; ++i) {
+    const Range th = Intersect(ws.tile_hull[ws.row_tile[i]], c0, c1);
+    if (th.begin >= th.end) continue;
+    float* srow = s + static_cast<ptrdiff_t>(i) * lds - c0;  // indexed by key
+    const Range rk = Intersect(ws.row_keys[i], c0, c1);
+    if (rk.begin >= rk.end) {
+      std::fill(srow + th.begin, srow + th.end, 0.0f);
+      continue;
+    }
+    std::fill(srow + th.begin, srow + rk.begin, 0.0f);
+    std::fill(srow + rk.end, srow + th.end, 0.0f);
+    if (shape.softcap > 0) SoftCap(srow + rk.begin, rk.end - rk.begin, shape.softcap);
+    const float chunk_max = kn.row_max(srow + rk.begin, rk.end - rk.begin);
+    if (chunk_max > ws.m[i]) {
+      const float factor = std::exp(ws.m[i] - chunk_max);
+      ws.l[i] *= factor;
+      float* orow = o + static_cast<ptrdiff_t>(i) * d;
+      if (ws.has_output[i]) kn.scale_row(orow, orow, d, factor);
+      ws.m[i] = chunk_max;
+    }
+    ws.l[i] += kn.exp_sum(srow + rk.begin, rk.end - rk.begin, ws.m[i]);
+    ws.has_output[i] = 1;
+  }
+}
+
+// Normalised outputs (and LSEs) of the block's rows.
+void WriteRows(const AttentionKernels& kn, const SeqProblem& pr, int g, int row0, int rows,
+               int ratio, int hq, int d, const float* o, const Workspace& ws) {
+  for (int i = 0; i < rows; ++i) {
+    const int t = (row0 + i) / ratio;
+    const int h = g * ratio + (row0 + i) % ratio;
+    float* dst = pr.out + (static_cast<ptrdiff_t>(t) * hq + h) * d;
+    // l == 0 only for a row with no key and no sink: the result is 0. A NaN l
+    // fails the test and propagates.
+    if (ws.l[i] != 0.0f) {
+      kn.scale_row(dst, o + static_cast<ptrdiff_t>(i) * d, d, 1.0f / ws.l[i]);
+    } else {
+      std::memset(dst, 0, sizeof(float) * d);
+    }
+    if (pr.lse != nullptr)
+      pr.lse[static_cast<ptrdiff_t>(t) * hq + h] =
+          ws.l[i] != 0.0f ? ws.m[i] + std::log(ws.l[i]) : -std::numeric_limits<float>::infinity();
+  }
+}
+
 // Rows [row0, row1) of KV head g of one problem; row i is token i / ratio,
 // query head g * ratio + i % ratio.
 void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const SeqProblem& pr, int g,
@@ -233,31 +284,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
         }
       }
 
-      // Online softmax: P = exp(S - m) inside each row's keys, 0 elsewhere in
-      // its tile's hull (P.V reads exactly that hull's segments).
-      for (int i = 0; i < rows; ++i) {
-        const Range th = Intersect(ws.tile_hull[ws.row_tile[i]], c0, c1);
-        if (th.begin >= th.end) continue;
-        float* srow = s + static_cast<ptrdiff_t>(i) * lds - c0;  // indexed by key
-        const Range rk = Intersect(ws.row_keys[i], c0, c1);
-        if (rk.begin >= rk.end) {
-          std::fill(srow + th.begin, srow + th.end, 0.0f);
-          continue;
-        }
-        std::fill(srow + th.begin, srow + rk.begin, 0.0f);
-        std::fill(srow + rk.end, srow + th.end, 0.0f);
-        if (shape.softcap > 0) SoftCap(srow + rk.begin, rk.end - rk.begin, shape.softcap);
-        const float chunk_max = kn.row_max(srow + rk.begin, rk.end - rk.begin);
-        if (chunk_max > ws.m[i]) {
-          const float factor = std::exp(ws.m[i] - chunk_max);
-          ws.l[i] *= factor;
-          float* orow = o + static_cast<ptrdiff_t>(i) * d;
-          if (ws.has_output[i]) kn.scale_row(orow, orow, d, factor);
-          ws.m[i] = chunk_max;
-        }
-        ws.l[i] += kn.exp_sum(srow + rk.begin, rk.end - rk.begin, ws.m[i]);
-        ws.has_output[i] = 1;
-      }
+      OnlineSoftmax(kn, shape, rows, c0, c1, lds, s, o, d, ws);
 
       // O += P V over each tile's merged key segments; a 16-column V panel
       // stays hot across the tiles.
@@ -278,21 +305,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     }
   }
 
-  for (int i = 0; i < rows; ++i) {
-    const int t = (row0 + i) / ratio;
-    const int h = g * ratio + (row0 + i) % ratio;
-    float* dst = pr.out + (static_cast<ptrdiff_t>(t) * hq + h) * d;
-    // l == 0 only for a row with no key and no sink: the result is 0. A NaN l
-    // fails the test and propagates.
-    if (ws.l[i] != 0.0f) {
-      kn.scale_row(dst, o + static_cast<ptrdiff_t>(i) * d, d, 1.0f / ws.l[i]);
-    } else {
-      std::memset(dst, 0, sizeof(float) * d);
-    }
-    if (pr.lse != nullptr)
-      pr.lse[static_cast<ptrdiff_t>(t) * hq + h] =
-          ws.l[i] != 0.0f ? ws.m[i] + std::log(ws.l[i]) : -std::numeric_limits<float>::infinity();
-  }
+  WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws);
 }
 
 int64_t CountTasks(const SeqProblem* problems, int n_problems, int ratio, int kv_heads,
