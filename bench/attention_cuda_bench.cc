@@ -129,6 +129,54 @@ Problem PrefillProblem(int n, int chunk) {
   return p;
 }
 
+
+// Ceiling 1: device-to-device copy bandwidth (read + write), GB/s.
+double CopyBandwidth(cudaStream_t s, bool quick) {
+  const size_t copy_bytes = size_t(1) << 30;
+  void *ca, *cb;
+  CK(cudaMalloc(&ca, copy_bytes));
+  CK(cudaMalloc(&cb, copy_bytes));
+  CK(cudaMemset(ca, 1, copy_bytes));
+  const float copy_ms = TimeMs(s, quick ? 5 : 20, [&] {
+    CK(cudaMemcpyAsync(cb, ca, copy_bytes, cudaMemcpyDeviceToDevice, s));
+  });
+  const double bw = 2.0 * copy_bytes / (copy_ms * 1e-3) / 1e9;  // read + write
+  Row("device copy 1 GiB (read+write)", copy_ms, 2.0 * copy_bytes, 0, bw, 0);
+  CK(cudaFree(ca));
+  CK(cudaFree(cb));
+
+  return bw;
+}
+
+// Ceiling 2: a large BF16 GEMM through the backend's cuBLASLt path, TFLOP/s.
+double GemmTflops(swa::Backend& be, cudaStream_t s, std::mt19937& rng, bool quick, double bw) {
+  const int64_t gm = 8192, gn = 8192, gk = 8192;
+  void* ga = DeviceRandomBf16(size_t(gm * gk), rng);
+  void* gb = DeviceRandomBf16(size_t(gk * gn), rng);
+  void* gc;
+  CK(cudaMalloc(&gc, size_t(gm * gn) * 2));
+  swa::ProjectWork pw;
+  pw.hidden = static_cast<const uint16_t*>(ga);
+  pw.weight = static_cast<const uint16_t*>(gb);
+  pw.out = gc;
+  pw.out_dtype = swa::Dtype::kBf16;
+  pw.tokens = gm;
+  pw.in_dim = gk;
+  pw.out_dim = gn;
+  pw.stream = s;
+  const double gemm_flops = 2.0 * gm * gn * gk;
+  const float gemm_ms = TimeMs(s, quick ? 3 : 10, [&] {
+    const absl::Status st = be.Project(pw);
+    if (!st.ok()) std::printf("FAILED: %s\n", std::string(st.message()).c_str()), std::exit(1);
+  });
+  const double gemm = gemm_flops / (gemm_ms * 1e-3) / 1e12;
+  Row("bf16 GEMM 8192^3 (cuBLASLt)", gemm_ms, 0, gemm_flops, bw, gemm);
+  CK(cudaFree(ga));
+  CK(cudaFree(gb));
+  CK(cudaFree(gc));
+  return gemm;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,44 +206,8 @@ int main(int argc, char** argv) {
               std::string(11, '-').c_str(), std::string(9, '-').c_str(),
               std::string(10, '-').c_str(), std::string(9, '-').c_str());
 
-  // ---- Ceilings ----
-  const size_t copy_bytes = size_t(1) << 30;
-  void *ca, *cb;
-  CK(cudaMalloc(&ca, copy_bytes));
-  CK(cudaMalloc(&cb, copy_bytes));
-  CK(cudaMemset(ca, 1, copy_bytes));
-  const float copy_ms = TimeMs(s, quick ? 5 : 20, [&] {
-    CK(cudaMemcpyAsync(cb, ca, copy_bytes, cudaMemcpyDeviceToDevice, s));
-  });
-  const double bw = 2.0 * copy_bytes / (copy_ms * 1e-3) / 1e9;  // read + write
-  Row("device copy 1 GiB (read+write)", copy_ms, 2.0 * copy_bytes, 0, bw, 0);
-  CK(cudaFree(ca));
-  CK(cudaFree(cb));
-
-  const int64_t gm = 8192, gn = 8192, gk = 8192;
-  void* ga = DeviceRandomBf16(size_t(gm * gk), rng);
-  void* gb = DeviceRandomBf16(size_t(gk * gn), rng);
-  void* gc;
-  CK(cudaMalloc(&gc, size_t(gm * gn) * 2));
-  swa::ProjectWork pw;
-  pw.hidden = static_cast<const uint16_t*>(ga);
-  pw.weight = static_cast<const uint16_t*>(gb);
-  pw.out = gc;
-  pw.out_dtype = swa::Dtype::kBf16;
-  pw.tokens = gm;
-  pw.in_dim = gk;
-  pw.out_dim = gn;
-  pw.stream = s;
-  const double gemm_flops = 2.0 * gm * gn * gk;
-  const float gemm_ms = TimeMs(s, quick ? 3 : 10, [&] {
-    const absl::Status st = be.Project(pw);
-    if (!st.ok()) std::printf("FAILED: %s\n", std::string(st.message()).c_str()), std::exit(1);
-  });
-  const double gemm = gemm_flops / (gemm_ms * 1e-3) / 1e12;
-  Row("bf16 GEMM 8192^3 (cuBLASLt)", gemm_ms, 0, gemm_flops, bw, gemm);
-  CK(cudaFree(ga));
-  CK(cudaFree(gb));
-  CK(cudaFree(gc));
+  const double bw = CopyBandwidth(s, quick);
+  const double gemm = GemmTflops(be, s, rng, quick, bw);
 
   // ---- Attention ----
   auto run = [&](const char* name, const Problem& p, int slots, swa::Dtype out_dtype) {

@@ -101,6 +101,77 @@ struct Fixture {
   }
 };
 
+// The unfused pipeline an engine would otherwise run on the same ring rows:
+// dequantise with our codec into tiles, then OpenBLAS sgemm, softmax, sgemm.
+// GFLOP/s of its best repeat; 0 without OpenBLAS.
+double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned threads,
+                      double flops, double budget, int reps) {
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+    // The same ring rows, dequantised into the tiles the pipeline multiplies.
+    openblas_set_num_threads(int(threads));
+    const Case bc{c.name, c.hq, c.hkv, c.d, kTokens, kWindow + kTokens - 1, kWindow, c.shared_kv};
+    Data x = MakeData(bc, seqs);
+    swa_tensor_view_t v;
+    v.struct_size = sizeof v;
+    swa_cache_layer_view(f.cache, 0, &v);
+    const auto fmt = static_cast<swa::Format>(c.format);
+    const int n_rows = bc.keys;
+    std::vector<int64_t> offsets(size_t(seqs) * n_rows);
+    for (int s = 0; s < seqs; ++s)
+      for (int j = 0; j < n_rows; ++j)
+        offsets[size_t(s) * n_rows + j] =
+            s * v.strides[0] + ((kHistory + kTokens - n_rows + j) % v.shape[1]) * v.strides[1];
+    BlasScratch scratch;
+    std::vector<float> blas_out(x.out.size());
+    const uint8_t* base = static_cast<const uint8_t*>(v.data);
+    const size_t vecs = size_t(seqs) * n_rows;
+    const Timing t = TimeIt(
+        [&] {
+          // K vectors (and V vectors after them in each token) of every row,
+          // one codec call per run of rows contiguous in the ring.
+          const int64_t pitch = v.strides[1];
+          const size_t stride = size_t(c.hkv) * c.d;
+          for (size_t i = 0; i < vecs;) {
+            size_t n = 1;
+            while (i + n < vecs && offsets[i + n] == offsets[i] + int64_t(n) * pitch) ++n;
+            for (int g = 0; g < c.hkv; ++g) {
+              const uint8_t* first = base + offsets[i] + int64_t(g) * v.strides[2];
+              swa::codec::DecodeRows(fmt, c.d, n, {.base = first, .stride = size_t(pitch)},
+                                     {x.k.data() + i * stride + size_t(g) * c.d,
+                                      swa::Dtype::kFp32, stride});
+              if (!c.shared_kv)
+                swa::codec::DecodeRows(
+                    fmt, c.d, n,
+                    {.base = first + int64_t(c.hkv) * v.strides[2], .stride = size_t(pitch)},
+                    {x.v.data() + i * stride + size_t(g) * c.d, swa::Dtype::kFp32, stride});
+            }
+            i += n;
+          }
+          OpenBlasPipeline(x, blas_out.data(), scratch);
+        },
+        budget, reps);
+    return flops / t.best_s / 1e9;
+#else
+  (void)c, (void)f, (void)seqs, (void)threads, (void)flops, (void)budget, (void)reps;
+  return 0;
+#endif
+}
+
+// Best wall and CPU seconds of `reps` swa_step calls, each re-planning the same
+// step (a rewind of kTokens, within the ring margin).
+bool TimeStep(Fixture& f, int seqs, int reps, double* best, double* best_cpu) {
+  *best = *best_cpu = 1e30;
+  for (int r = 0; r < reps || *best > 1e29; ++r) {
+    if (swa_plan_build(f.plan, f.decode.data(), uint32_t(seqs)) != SWA_OK) return false;
+    const double c0 = CpuSeconds();
+    const auto t0 = Clock::now();
+    if (swa_step(f.cache, f.plan, &f.args) != SWA_OK) return false;
+    *best = std::min(*best, std::chrono::duration<double>(Clock::now() - t0).count());
+    *best_cpu = std::min(*best_cpu, CpuSeconds() - c0);
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,69 +226,14 @@ int main(int argc, char** argv) {
         if (only_threads > 0 && int(threads) != only_threads) continue;
         Fixture f(c, seqs, threads);
         const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
-        // Each repeat re-plans the same step (a rewind of kTokens, within the
-        // ring margin) and times swa_step only.
         // CPU time of the process too: robust to preemption on a shared machine.
-        double best = 1e30, best_cpu = 1e30;
-        for (int r = 0; r < reps || best > 1e29; ++r) {
-          if (swa_plan_build(f.plan, f.decode.data(), uint32_t(seqs)) != SWA_OK) return 1;
-          const double c0 = CpuSeconds();
-          const auto t0 = Clock::now();
-          if (swa_step(f.cache, f.plan, &f.args) != SWA_OK) return 1;
-          best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-          best_cpu = std::min(best_cpu, CpuSeconds() - c0);
-        }
+        double best, best_cpu;
+        if (!TimeStep(f, seqs, reps, &best, &best_cpu)) return 1;
         const double gf = flops / best / 1e9;
         const double gf_cpu = flops / best_cpu / 1e9;
         if (threads == 1) one_thread = gf;
 
-        double base_gf = 0;
-#if defined(SWA_BENCH_HAVE_OPENBLAS)
-        // The same ring rows, dequantised into the tiles the pipeline multiplies.
-        openblas_set_num_threads(int(threads));
-        const Case bc{c.name, c.hq, c.hkv, c.d, kTokens, kWindow + kTokens - 1, kWindow, c.shared_kv};
-        Data x = MakeData(bc, seqs);
-        swa_tensor_view_t v;
-        v.struct_size = sizeof v;
-        swa_cache_layer_view(f.cache, 0, &v);
-        const auto fmt = static_cast<swa::Format>(c.format);
-        const int n_rows = bc.keys;
-        std::vector<int64_t> offsets(size_t(seqs) * n_rows);
-        for (int s = 0; s < seqs; ++s)
-          for (int j = 0; j < n_rows; ++j)
-            offsets[size_t(s) * n_rows + j] =
-                s * v.strides[0] + ((kHistory + kTokens - n_rows + j) % v.shape[1]) * v.strides[1];
-        BlasScratch scratch;
-        std::vector<float> blas_out(x.out.size());
-        const uint8_t* base = static_cast<const uint8_t*>(v.data);
-        const size_t vecs = size_t(seqs) * n_rows;
-        const Timing t = TimeIt(
-            [&] {
-              // K vectors (and V vectors after them in each token) of every row,
-              // one codec call per run of rows contiguous in the ring.
-              const int64_t pitch = v.strides[1];
-              const size_t stride = size_t(c.hkv) * c.d;
-              for (size_t i = 0; i < vecs;) {
-                size_t n = 1;
-                while (i + n < vecs && offsets[i + n] == offsets[i] + int64_t(n) * pitch) ++n;
-                for (int g = 0; g < c.hkv; ++g) {
-                  const uint8_t* first = base + offsets[i] + int64_t(g) * v.strides[2];
-                  swa::codec::DecodeRows(fmt, c.d, n, {.base = first, .stride = size_t(pitch)},
-                                         {x.k.data() + i * stride + size_t(g) * c.d,
-                                          swa::Dtype::kFp32, stride});
-                  if (!c.shared_kv)
-                    swa::codec::DecodeRows(
-                        fmt, c.d, n,
-                        {.base = first + int64_t(c.hkv) * v.strides[2], .stride = size_t(pitch)},
-                        {x.v.data() + i * stride + size_t(g) * c.d, swa::Dtype::kFp32, stride});
-                }
-                i += n;
-              }
-              OpenBlasPipeline(x, blas_out.data(), scratch);
-            },
-            budget, reps);
-        base_gf = flops / t.best_s / 1e9;
-#endif
+        const double base_gf = BaselineGflops(c, f, seqs, threads, flops, budget, reps);
         char scaling[16] = "-", ratio[16] = "-", pct[16] = "-", pct_cpu[16] = "-";
         if (threads == 2 && one_thread > 0) std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
         if (base_gf > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", gf / base_gf);
