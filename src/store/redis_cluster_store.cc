@@ -1,5 +1,7 @@
 #include "store/redis_cluster_store.h"
 
+#include "store/redis_command.h"
+
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
@@ -266,21 +268,9 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
 }
 
 absl::Status RedisClusterStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
-  std::string joined;  // one SET keeps the write atomic for readers
-  std::string_view value;
-  if (pieces.size() == 1) {
-    value = std::string_view(reinterpret_cast<const char*>(pieces[0].data()), pieces[0].size());
-  } else {
-    joined.resize(TotalBytes(pieces));
-    GatherInto(pieces, reinterpret_cast<uint8_t*>(joined.data()));
-    value = joined;
-  }
-  std::vector<std::string_view> args = {"SET", key, value};
-  const std::string ttl = absl::StrCat(options_.ttl_seconds);
-  if (options_.ttl_seconds != 0) {
-    args.push_back("EX");
-    args.push_back(ttl);
-  }
+  std::string joined, ttl;
+  const std::vector<std::string_view> args =
+      BlobSetCommand(key, pieces, options_.ttl_seconds, &joined, &ttl);
   return Execute(key, args, Access::kWrite).status();
 }
 

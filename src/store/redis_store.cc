@@ -1,5 +1,7 @@
 #include "store/redis_store.h"
 
+#include "store/redis_command.h"
+
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -147,23 +149,9 @@ absl::StatusOr<RedisStore::Reply> RedisStore::Command(const std::vector<std::str
 }
 
 absl::Status RedisStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
-  // One SET keeps the write atomic for readers; hiredis copies the value into
-  // its output buffer anyway, so joining the pieces first costs one copy.
-  std::string joined;
-  std::string_view value;
-  if (pieces.size() == 1) {
-    value = std::string_view(reinterpret_cast<const char*>(pieces[0].data()), pieces[0].size());
-  } else {
-    joined.resize(TotalBytes(pieces));
-    GatherInto(pieces, reinterpret_cast<uint8_t*>(joined.data()));
-    value = joined;
-  }
-  std::vector<std::string_view> args = {"SET", key, value};
-  const std::string ttl = absl::StrCat(options_.ttl_seconds);
-  if (options_.ttl_seconds != 0) {
-    args.push_back("EX");
-    args.push_back(ttl);
-  }
+  std::string joined, ttl;
+  const std::vector<std::string_view> args =
+      BlobSetCommand(key, pieces, options_.ttl_seconds, &joined, &ttl);
   absl::StatusOr<Reply> r = Command(args);
   return r.status();
 }
