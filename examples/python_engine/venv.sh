@@ -17,7 +17,7 @@ case "${1:---print}" in
   --create)
     if ready "$py"; then exit 0; fi
     if [ -n "${SWACACHE_ENGINE_PYTHON:-}" ]; then
-      echo "engine venv: SWACACHE_ENGINE_PYTHON=$py lacks numpy/pytest/torch/transformers" >&2
+      echo "engine venv: SWACACHE_ENGINE_PYTHON=$py lacks numpy, torch or transformers" >&2
       exit 1
     fi
     echo "bootstrap: creating the engine environment $venv (torch $TORCH_VERSION, transformers $TRANSFORMERS_VERSION)"
