@@ -28,14 +28,12 @@ Run: python engine.py [--model gpt-oss|deepseek-v4|all] [--format fp32|mxfp8|bf1
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-import numpy as np
 import torch
 
 import swacache as sc
