@@ -1,0 +1,74 @@
+"""libswacache for Python: sliding-window-attention KV caches over the C ABI.
+
+Pure Python over :mod:`ctypes`. The library is found through the
+``SWACACHE_LIBRARY`` environment variable (the file, or its directory), then
+the platform loader's search path; importing fails with
+:class:`LibraryNotFoundError` naming both when it is missing, and with
+:class:`VersionMismatchError` when its version does not fit the header this
+binding was written for (:data:`HEADER_VERSION`).
+
+Quick start::
+
+    import numpy as np, swacache as sc
+    layer = sc.Layer(q_heads=4, kv_heads=1, head_dim=64, kv_format=sc.Format.FP32)
+    with sc.Cache(window=8, max_slots=4, layers=[layer]) as cache:
+        slot = cache.alloc()
+        with cache.plan() as plan:
+            plan.build([sc.Seq(slot, seqlen_q=3, seqlen_k=3)])
+            q = np.random.rand(3, 4, 64).astype(np.float32)
+            k = np.random.rand(3, 1, 64).astype(np.float32)
+            out = plan.step(0, q, k)      # [3, 4, 64] float32
+"""
+
+from ._lib import HEADER_VERSION, HEADER_VERSION_NUMBER, LibraryNotFoundError, VersionMismatchError
+from ._core import (
+    Backend,
+    BuiltinStore,
+    Cache,
+    CacheStats,
+    Config,
+    DirectoryStore,
+    DType,
+    Format,
+    IndexPad,
+    Layer,
+    LayerLayout,
+    LayerRole,
+    Layout,
+    MemoryStore,
+    MemoryStoreStats,
+    Plan,
+    PlanInfo,
+    PlanPath,
+    RedisClusterStore,
+    RedisStore,
+    RopeStyle,
+    ScaleMode,
+    Seq,
+    Slot,
+    SlotInfo,
+    Store,
+    TensorView,
+    TieredStore,
+    TierStats,
+    WeightLayout,
+    codec_cpu_path,
+    decode,
+    encode,
+    format_vector_bytes,
+    last_error,
+    layout_compute,
+    live_python_stores,
+    mxfp8_decode,
+    mxfp8_encode,
+    status_string,
+    version,
+    version_number,
+)
+from .errors import *  # noqa: F401,F403
+from .errors import ERROR_CLASSES, Error, Status, error_for
+
+__version__ = "0.2.0"
+STORE_MAX_KEY_BYTES = 1024
+
+__all__ = [n for n in dir() if not n.startswith("_")]
