@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   const int min_reps = quick ? 3 : 7;
 
   std::printf("CPU attention core, decode steps. Kernels: %s\n",
-              swa::cpu::Avx2KernelsAvailable() ? "avx2_fma" : "portable");
+              swa::cpu::AttentionKernelName());
   double peak = 0;
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {

@@ -339,8 +339,8 @@ TEST(CpuAttention, EmptyRangeYieldsZero) {
   }
 }
 
-TEST(CpuAttention, Avx2MatchesPortable) {
-  if (!Avx2KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX2/FMA (or the build has no x86 path)";
+// Each SIMD set against the portable kernels on the same problems.
+void ExpectIsaMatchesPortable(AttentionIsa isa) {
   ThreadPool pool3(3);
   uint32_t seed = 101;
   for (const Shape& s : {Shape{64, 1, 512, true, true}, Shape{64, 8, 64, true, false},
@@ -353,7 +353,7 @@ TEST(CpuAttention, Avx2MatchesPortable) {
     RunAttention(b, &pool3, AttentionIsa::kPortable);
     std::vector<std::vector<float>> portable;
     for (const Problem& p : b.problems) portable.push_back(p.out);
-    RunAttention(b, &pool3, AttentionIsa::kAvx2);
+    RunAttention(b, &pool3, isa);
     for (size_t i = 0; i < b.problems.size(); ++i) {
       std::vector<double> want(portable[i].begin(), portable[i].end());
       for (float f : b.problems[i].out) ASSERT_TRUE(std::isfinite(f));
@@ -361,6 +361,27 @@ TEST(CpuAttention, Avx2MatchesPortable) {
       EXPECT_NE(b.problems[i].out, portable[i]) << "both runs took the same path?";
     }
   }
+}
+
+TEST(CpuAttention, Avx2MatchesPortable) {
+  if (!Avx2KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX2/FMA (or the build has no x86 path)";
+  ExpectIsaMatchesPortable(AttentionIsa::kAvx2);
+}
+
+TEST(CpuAttention, Avx512MatchesPortable) {
+  if (!Avx512KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 F (or the build has no x86-64 path)";
+  ExpectIsaMatchesPortable(AttentionIsa::kAvx512);
+}
+
+// The AVX-512 set against the FP64 reference directly.
+TEST(CpuAttention, Avx512MatchesDenseReference) {
+  if (!Avx512KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 F";
+  Batch b = MakeBatch({64, 8, 64, true, false}, 131);
+  std::mt19937 rng(132);
+  b.problems.push_back(Banded(b.shape, 300, 6, 128, 0, rng));
+  b.problems.push_back(Banded(b.shape, 0, 37, 128, 0, rng));
+  RunAttention(b, nullptr, AttentionIsa::kAvx512);
+  for (const Problem& p : b.problems) EXPECT_LE(RelativeL2(p.out, Reference(b, p)), kTolerance);
 }
 
 TEST(CpuAttention, PortablePathMatchesDenseReference) {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <string>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -336,7 +338,21 @@ Blocking ChooseBlocking(const AttentionShape& shape, const SeqProblem* problems,
   return {rows, chunk};
 }
 
+// SWACACHE_ATTENTION, read once.
+AttentionIsa ForcedIsa() {
+  static const AttentionIsa forced = [] {
+    const char* env = std::getenv("SWACACHE_ATTENTION");
+    const std::string want = env != nullptr ? env : "";
+    if (want == "portable") return AttentionIsa::kPortable;
+    if (want == "avx2") return AttentionIsa::kAvx2;
+    return AttentionIsa::kAvx512;
+  }();
+  return forced;
+}
+
 const AttentionKernels& SelectKernels(AttentionIsa isa) {
+  if (isa == AttentionIsa::kAuto) isa = ForcedIsa();
+  if (isa == AttentionIsa::kAvx512 && Avx512KernelsAvailable()) return *Avx512AttentionKernels();
   if (isa != AttentionIsa::kPortable && Avx2KernelsAvailable()) return *Avx2AttentionKernels();
   return PortableAttentionKernels();
 }
@@ -352,6 +368,18 @@ bool Avx2KernelsAvailable() {
   return false;
 #endif
 }
+
+bool Avx512KernelsAvailable() {
+#if defined(__x86_64__)
+  static const bool available = Avx512AttentionKernels() != nullptr && Avx2KernelsAvailable() &&
+                                __builtin_cpu_supports("avx512f");
+  return available;
+#else
+  return false;
+#endif
+}
+
+const char* AttentionKernelName() { return SelectKernels(AttentionIsa::kAuto).name; }
 
 void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProblem* problems,
                    int n_problems, ThreadPool* pool) {

@@ -52,14 +52,21 @@ struct SeqProblem {
 void Attend(const AttentionShape& shape, const SeqProblem* problems, int n_problems,
             ThreadPool* pool);
 
-// Which micro-kernels run. kAuto picks AVX2/FMA when the CPU has it.
-enum class AttentionIsa { kAuto, kPortable, kAvx2 };
+// Which micro-kernels run. kAuto picks the best the CPU has (AVX-512, then
+// AVX2/FMA, then portable), or what SWACACHE_ATTENTION forces ("portable",
+// "avx2", "avx512"; read once; a set the CPU lacks falls back to the next one
+// down).
+enum class AttentionIsa { kAuto, kPortable, kAvx2, kAvx512 };
 
 // True when the AVX2/FMA kernels are compiled in and the CPU supports them.
 bool Avx2KernelsAvailable();
+// True when the AVX-512 F kernels are compiled in and the CPU supports them.
+bool Avx512KernelsAvailable();
+// The name of the kernel set kAuto runs ("avx512", "avx2_fma", "portable").
+const char* AttentionKernelName();
 
-// Attend with a chosen kernel set (tests compare the paths). kAvx2 on a CPU
-// without AVX2/FMA falls back to the portable kernels.
+// Attend with a chosen kernel set (tests compare the paths). A set the CPU
+// lacks falls back to the next one down.
 void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProblem* problems,
                    int n_problems, ThreadPool* pool);
 

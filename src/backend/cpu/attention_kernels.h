@@ -59,5 +59,8 @@ const AttentionKernels& PortableAttentionKernels();
 
 // nullptr when the build has no AVX2 path (non-x86); does not check the CPU.
 const AttentionKernels* Avx2AttentionKernels();
+// The AVX-512 F set (its K^T packing is the AVX2 one's); nullptr when the
+// build has no x86-64 path; does not check the CPU.
+const AttentionKernels* Avx512AttentionKernels();
 
 }  // namespace swa::cpu

@@ -1,0 +1,164 @@
+// AVX-512 attention kernels (compiled with -mavx512f/bw/vl; attention.cc only
+// calls them after checking cpuid). A 16-key panel row is one zmm register, so
+// the Mx16 tile keeps M accumulators; the k loop is split over two accumulator
+// sets (even and odd k) for 2M independent FMA chains, enough to cover the FMA
+// latency on both ports. The K^T packing is the AVX2 kernel's.
+#if defined(__x86_64__)
+
+// GCC 12's AVX-512 headers build unmasked operations on _mm512_undefined_ps()
+// and then warn about it at -Wall; the values are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/attention_kernels.h"
+
+namespace swa::cpu {
+namespace {
+
+template <int M>
+void GemmMx16(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
+              ptrdiff_t ldc, bool accumulate) {
+  __m512 even[M], odd[M];
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) {
+    even[i] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
+    odd[i] = _mm512_setzero_ps();
+  }
+  int kk = 0;
+  for (; kk + 2 <= k; kk += 2) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+    const __m512 b1 = _mm512_loadu_ps(b + ldb);
+    b += 2 * ldb;
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      even[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + kk]), b0, even[i]);
+      odd[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + kk + 1]), b1, odd[i]);
+    }
+  }
+  if (kk < k) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i)
+      even[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + kk]), b0, even[i]);
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) _mm512_storeu_ps(c + i * ldc, _mm512_add_ps(even[i], odd[i]));
+}
+
+void Gemm(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
+          ptrdiff_t ldc, bool accumulate) {
+  ForTileRows(m, [&](auto rows) { GemmMx16<rows.value>(k, a, lda, b, ldb, c, ldc, accumulate); });
+}
+
+// Same algorithm and constants as Exp4 in attention_kernels.cc and Exp8 in
+// attention_avx2.cc.
+inline __m512 Exp16(__m512 x) {
+  const __m512 low = _mm512_set1_ps(-87.0f);
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, low, _CMP_NLT_UQ);  // false only for x < -87
+  x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);  // NaN is the 2nd operand: it passes through
+  x = _mm512_max_ps(low, x);
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  const __m512 shifted = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
+  const __m512 n = _mm512_sub_ps(shifted, magic);
+  const __m512i ni = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_castps_si512(magic));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(ni, _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mov_ps(keep, _mm512_mul_ps(y, _mm512_castsi512_ps(bits)));
+}
+
+inline __mmask16 TailMask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// Horizontal max / sum by folding halves (GCC 12's _mm512_reduce_* warn).
+inline float ReduceMax(__m512 v) {
+  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));  // 256-bit halves
+  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));  // 128-bit lanes
+  __m128 s = _mm512_castps512_ps128(v);
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float ReduceAdd(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
+  __m128 s = _mm512_castps512_ps128(v);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float RowMax(const float* x, int n) {
+  __m512 m = _mm512_set1_ps(-__builtin_inff());
+  int i = 0;
+  for (; i + 16 <= n; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + i));
+  if (i < n) {
+    const __mmask16 mask = TailMask(n - i);
+    m = _mm512_mask_max_ps(m, mask, m, _mm512_maskz_loadu_ps(mask, x + i));
+  }
+  return ReduceMax(m);
+}
+
+float ExpSum(float* x, int n, float m) {
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 acc = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    _mm512_storeu_ps(x + i, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  if (i < n) {
+    const __mmask16 mask = TailMask(n - i);
+    const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), vm);
+    const __m512 e = _mm512_maskz_mov_ps(mask, Exp16(v));
+    _mm512_mask_storeu_ps(x + i, mask, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  return ReduceAdd(acc);
+}
+
+void ScaleRow(float* dst, const float* src, int n, float s) {
+  const __m512 vs = _mm512_set1_ps(s);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_loadu_ps(src + i), vs));
+  if (i < n) {
+    const __mmask16 mask = TailMask(n - i);
+    _mm512_mask_storeu_ps(dst + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, src + i), vs));
+  }
+}
+
+}  // namespace
+
+const AttentionKernels* Avx512AttentionKernels() {
+  const AttentionKernels* avx2 = Avx2AttentionKernels();
+  if (avx2 == nullptr) return nullptr;
+  static const AttentionKernels kAvx512 = {"avx512", Gemm, RowMax, ExpSum, ScaleRow,
+                                           avx2->pack_kt};
+  return &kAvx512;
+}
+
+}  // namespace swa::cpu
+
+#else  // not x86-64
+
+#include "backend/cpu/attention_kernels.h"
+
+namespace swa::cpu {
+const AttentionKernels* Avx512AttentionKernels() { return nullptr; }
+}  // namespace swa::cpu
+
+#endif
