@@ -24,7 +24,8 @@ case "${1:---print}" in
     mkdir -p "$(dirname "$venv")"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-    "${pip[@]}" --index-url https://download.pytorch.org/whl/cpu "torch==$TORCH_VERSION" \
+    "${pip[@]}" --retries 0 --timeout 15 --index-url https://download.pytorch.org/whl/cpu \
+      "torch==$TORCH_VERSION" \
       || "${pip[@]}" "torch==$TORCH_VERSION"
     "${pip[@]}" "transformers==$TRANSFORMERS_VERSION" numpy pytest ;;
   *) echo "usage: $0 --print|--create" >&2; exit 2 ;;
