@@ -14,6 +14,10 @@ CudaBackend::CudaBackend(int device) : device_(device) {}
 
 CudaBackend::~CudaBackend() {
   DeviceGuard guard(device_);
+  // Every device resource goes while the backend's device is current: the
+  // members' own destructors would run after this guard is gone.
+  uploader_.Clear();
+  nonfinite_.Clear();
   for (auto& [table, dev] : rope_tables_) cudaFree(dev);
   DestroyBlas(blas_);
   if (pool_ != nullptr) cudaMemPoolDestroy(pool_);

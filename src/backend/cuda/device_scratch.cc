@@ -7,7 +7,9 @@
 
 namespace swa::cuda {
 
-PlanUploader::~PlanUploader() {
+PlanUploader::~PlanUploader() { Clear(); }
+
+void PlanUploader::Clear() {
   for (Slot& s : slots_) {
     if (s.done != nullptr) {
       cudaEventSynchronize(s.done);
@@ -15,7 +17,9 @@ PlanUploader::~PlanUploader() {
     }
     if (s.dev != nullptr) cudaFree(s.dev);
     if (s.host != nullptr) cudaFreeHost(s.host);
+    s = Slot{};
   }
+  current_ = -1;
 }
 
 absl::StatusOr<const uint8_t*> PlanUploader::Upload(uint64_t key, const void* host, size_t bytes,
@@ -67,14 +71,22 @@ absl::Status PlanUploader::Release(cudaStream_t stream) {
   return CudaStatus(cudaEventRecord(slots_[current_].done, stream), "cudaEventRecord");
 }
 
-NonfiniteCounters::~NonfiniteCounters() {
+NonfiniteCounters::~NonfiniteCounters() { Clear(); }
+
+void NonfiniteCounters::Clear() {
   for (cudaEvent_t& e : events_)
     if (e != nullptr) {
       cudaEventSynchronize(e);
       cudaEventDestroy(e);
+      e = nullptr;
     }
   if (dev_ != nullptr) cudaFree(dev_);
   if (host_ != nullptr) cudaFreeHost(host_);
+  dev_ = nullptr;
+  host_ = nullptr;
+  for (bool& p : pending_) p = false;
+  next_ = 0;
+  current_ = -1;
 }
 
 absl::Status NonfiniteCounters::Init() {

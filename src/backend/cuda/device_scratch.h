@@ -31,6 +31,8 @@ class PlanUploader {
                                         cudaStream_t stream);
   // Records that the work enqueued on `stream` so far used the last upload.
   absl::Status Release(cudaStream_t stream);
+  // Waits for and frees every buffer (the owner calls it with its device current).
+  void Clear();
 
  private:
   struct Slot {
@@ -64,6 +66,8 @@ class NonfiniteCounters {
   absl::Status End(cudaStream_t stream);
   // Counts of every finished step not yet harvested.
   uint64_t HarvestFinished();
+  // Waits for and frees the counters (the owner calls it with its device current).
+  void Clear();
 
  private:
   absl::Status Init();
