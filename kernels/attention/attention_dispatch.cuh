@@ -4,6 +4,7 @@
 
 #include "kernels/attention/attention_mma.cuh"
 #include "kernels/attention/attention_precise.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace swa::kernels {
 
@@ -29,8 +30,7 @@ cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem,
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (e != cudaSuccess) return e;
   }
-  kernel<<<grid, threads, smem, stream>>>(p);
-  return cudaGetLastError();
+  return Launch(kernel, grid, dim3(threads), smem, stream, p);
 }
 
 template <int D, bool kStaged>

@@ -3,6 +3,7 @@
 
 #include "codec/mxfp8_math.h"
 #include "common/merge.h"
+#include "kernels/common/launch.cuh"
 
 namespace swa::kernels {
 namespace {
@@ -44,8 +45,7 @@ cudaError_t LaunchMerge(const MergeWork& w, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   if (w.rows == 0) return cudaSuccess;
   const unsigned grid = static_cast<unsigned>(w.rows < 65535 * 16 ? w.rows : 65535 * 16);
-  MergeKernel<<<grid, kThreads, 0, stream>>>(w);
-  return cudaGetLastError();
+  return Launch(MergeKernel, dim3(grid), dim3(kThreads), 0, stream, w);
 }
 
 }  // namespace swa::kernels

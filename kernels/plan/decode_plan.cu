@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include "plan/index_math.h"
+#include "kernels/common/launch.cuh"
 
 namespace swa::kernels {
 namespace {
@@ -130,13 +131,13 @@ cudaError_t LaunchDecodePlan(const DecodePlanParams& p, cudaStream_t stream) {
       static_cast<int64_t>(p.max_slots) * p.ring_len > INT_MAX ||
       static_cast<int64_t>(p.max_tokens) * p.window > INT_MAX)
     return cudaErrorInvalidValue;
-  ScanKernel<<<1, kScanThreads, 0, stream>>>(p);
-  if (p.max_tokens > 0) {
+  cudaError_t e = Launch(ScanKernel, dim3(1), dim3(kScanThreads), 0, stream, p);
+  if (e == cudaSuccess && p.max_tokens > 0) {
     const int rows_per_block = kRowThreads / 32;
     const int blocks = (p.max_tokens + rows_per_block - 1) / rows_per_block;
-    RowKernel<<<blocks, kRowThreads, 0, stream>>>(p);
+    e = Launch(RowKernel, dim3(blocks), dim3(kRowThreads), 0, stream, p);
   }
-  return cudaGetLastError();
+  return e;
 }
 
 }  // namespace swa::kernels

@@ -1,4 +1,5 @@
 #include "kernels/step/decode_prepare.h"
+#include "kernels/common/launch.cuh"
 
 namespace swa::kernels {
 namespace {
@@ -44,10 +45,14 @@ cudaError_t LaunchDecodePrepare(const DecodePrepareParams& p, cudaStream_t strea
                                               p.batch.seqlen_k == nullptr || p.seqs == nullptr)) ||
       (p.max_tokens > 0 && p.store_rows == nullptr))
     return cudaErrorInvalidValue;
-  if (p.batch.n_seqs > 0) PrepareSeqs<<<(p.batch.n_seqs + kThreads - 1) / kThreads, kThreads, 0, stream>>>(p);
-  if (p.max_tokens > 0)
-    PrepareRows<<<(p.max_tokens + kThreads - 1) / kThreads, kThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  cudaError_t e = cudaSuccess;
+  if (p.batch.n_seqs > 0)
+    e = Launch(PrepareSeqs, dim3((p.batch.n_seqs + kThreads - 1) / kThreads), dim3(kThreads), 0,
+               stream, p);
+  if (e == cudaSuccess && p.max_tokens > 0)
+    e = Launch(PrepareRows, dim3((p.max_tokens + kThreads - 1) / kThreads), dim3(kThreads), 0,
+               stream, p);
+  return e;
 }
 
 }  // namespace swa::kernels

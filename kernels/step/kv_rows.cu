@@ -3,6 +3,7 @@
 
 #include "codec/mxfp8_math.h"
 #include "kernels/step/mxfp8_block.h"
+#include "kernels/common/launch.cuh"
 
 namespace swa::kernels {
 namespace {
@@ -151,9 +152,8 @@ cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream) {
   const int64_t heads = int64_t(p.kv_heads) * (p.v_new != nullptr ? 2 : 1);
   const int64_t total = int64_t(p.n_tokens) * heads * (p.head_dim / 32);
   const int64_t blocks = (total + kThreads - 1) / kThreads;
-  EncodeKernel<<<static_cast<unsigned>(blocks < 65535 * 16 ? blocks : 65535 * 16), kThreads, 0,
-                 stream>>>(p);
-  return cudaGetLastError();
+  return Launch(EncodeKernel, dim3(static_cast<unsigned>(blocks < 65535 * 16 ? blocks : 65535 * 16)),
+                dim3(kThreads), 0, stream, p);
 }
 
 cudaError_t LaunchLoadSection1(const LoadParams& p, cudaStream_t stream) {
@@ -161,8 +161,8 @@ cudaError_t LaunchLoadSection1(const LoadParams& p, cudaStream_t stream) {
                                                 p.ring.ring_len <= 0)))
     return cudaErrorInvalidValue;
   if (p.n_segments == 0) return cudaSuccess;
-  LoadKernel<<<dim3(static_cast<unsigned>(p.n_segments), 4), kThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return Launch(LoadKernel, dim3(static_cast<unsigned>(p.n_segments), 4), dim3(kThreads), 0, stream,
+                p);
 }
 
 cudaError_t LaunchStoreRows(const StoreParams& p, cudaStream_t stream) {
@@ -170,8 +170,7 @@ cudaError_t LaunchStoreRows(const StoreParams& p, cudaStream_t stream) {
       (p.n_tokens > 0 && (p.staged == nullptr || p.store_rows == nullptr || p.ring.ring_len <= 0)))
     return cudaErrorInvalidValue;
   if (p.n_tokens == 0) return cudaSuccess;
-  StoreKernel<<<static_cast<unsigned>(p.n_tokens), 128, 0, stream>>>(p);
-  return cudaGetLastError();
+  return Launch(StoreKernel, dim3(static_cast<unsigned>(p.n_tokens)), dim3(128), 0, stream, p);
 }
 
 }  // namespace swa::kernels

@@ -110,9 +110,9 @@ uint64_t NonfiniteCounters::HarvestFinished() {
       sum += host_[i];
       pending_[i] = false;
     } else if (q == cudaErrorNotReady) {
-      // "Not ready" is also stored as the thread's last runtime error; left
-      // there, the next launch check (kernel<<<>>>; cudaGetLastError()) of this
-      // very step would report it as a launch failure. Clear exactly that.
+      // "Not ready" is also stored as the thread's last runtime error; the
+      // launches report their own status (kernels/common/launch.cuh), but an
+      // application reading cudaGetLastError() afterwards must not see ours.
       cudaGetLastError();
     }
   }
