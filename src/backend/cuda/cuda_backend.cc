@@ -45,7 +45,9 @@ absl::Status CudaBackend::Init() {
   SWA_CUDA_RETURN_IF_ERROR(
       cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep),
       "cudaMemPoolSetAttribute");
-  return absl::OkStatus();
+  // The projection's handle and workspace now, not at the first call (which
+  // may be inside a stream capture).
+  return CreateBlas(&blas_);
 }
 
 absl::StatusOr<void*> CudaBackend::Allocate(size_t bytes, size_t alignment) {

@@ -15,6 +15,7 @@
 namespace swa::cuda {
 
 class CublasLtContext;  // cuda_project.cc
+absl::Status CreateBlas(CublasLtContext** out);
 void DestroyBlas(CublasLtContext* blas);
 struct CudaPreparedPlan;  // cuda_step.cc
 

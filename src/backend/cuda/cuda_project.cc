@@ -13,12 +13,22 @@
 
 namespace swa::cuda {
 
+// The handle and the one workspace every projection of the backend uses.
+// Projections on different streams would share the workspace concurrently, so
+// each one waits for the previous one (an event) when the stream changes.
 class CublasLtContext {
  public:
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
+  cudaEvent_t done = nullptr;     // recorded after the last projection
+  cudaStream_t last_stream = nullptr;
+  bool used = false;
   ~CublasLtContext() {
+    if (done != nullptr) {
+      cudaEventSynchronize(done);
+      cudaEventDestroy(done);
+    }
     if (workspace != nullptr) cudaFree(workspace);
     if (handle != nullptr) cublasLtDestroy(handle);
   }
@@ -54,20 +64,41 @@ struct Descs {
   }
 };
 
+// The largest power of two (up to 256) that divides the address: what the
+// matmul may assume of the pointer (16-byte-aligned views must work).
+uint32_t AlignmentOf(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
+absl::Status SetAlignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
+                          const void* p, const char* what) {
+  const uint32_t align = AlignmentOf(p);
+  return BlasStatus(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align), what);
+}
+
 }  // namespace
+
+// At set-up, so that a projection allocates nothing (and can be captured).
+absl::Status CreateBlas(CublasLtContext** out) {
+  auto ctx = std::make_unique<CublasLtContext>();
+  SWA_BLAS_RETURN_IF_ERROR(cublasLtCreate(&ctx->handle), "cublasLtCreate");
+  SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(&ctx->workspace, CublasLtContext::kWorkspaceBytes),
+                           "cudaMalloc of the cuBLASLt workspace");
+  SWA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming),
+                           "cudaEventCreate");
+  *out = ctx.release();
+  return absl::OkStatus();
+}
 
 absl::Status CudaBackend::Project(const ProjectWork& w) {
   absl::MutexLock lock(&mu_);
   DeviceGuard guard(device_);
   SWA_RETURN_IF_ERROR(guard.status());
   if (w.tokens == 0) return absl::OkStatus();
-  if (blas_ == nullptr) {
-    auto ctx = std::make_unique<CublasLtContext>();
-    SWA_BLAS_RETURN_IF_ERROR(cublasLtCreate(&ctx->handle), "cublasLtCreate");
-    SWA_CUDA_RETURN_IF_ERROR(cudaMalloc(&ctx->workspace, CublasLtContext::kWorkspaceBytes),
-                             "cudaMalloc of the cuBLASLt workspace");
-    blas_ = ctx.release();
-  }
+  if (blas_ == nullptr) return absl::InternalError("the cuBLASLt context was not created");
   cudaStream_t stream = static_cast<cudaStream_t>(w.stream);
   const uint64_t n = static_cast<uint64_t>(w.out_dim);
   const uint64_t k = static_cast<uint64_t>(w.in_dim);
@@ -101,6 +132,14 @@ absl::Status CudaBackend::Project(const ProjectWork& w) {
       cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                            &ws, sizeof ws),
       "setting the workspace size");
+  SWA_RETURN_IF_ERROR(SetAlignment(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, w.weight,
+                                   "setting A's alignment"));
+  SWA_RETURN_IF_ERROR(SetAlignment(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, w.hidden,
+                                   "setting B's alignment"));
+  SWA_RETURN_IF_ERROR(SetAlignment(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, w.out,
+                                   "setting C's alignment"));
+  SWA_RETURN_IF_ERROR(SetAlignment(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, w.out,
+                                   "setting D's alignment"));
   cublasLtMatmulHeuristicResult_t heur = {};
   int found = 0;
   SWA_BLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(blas_->handle, ds.op, ds.a, ds.b, ds.d,
@@ -110,11 +149,18 @@ absl::Status CudaBackend::Project(const ProjectWork& w) {
     return absl::UnimplementedError(absl::StrFormat(
         "cuBLASLt has no algorithm for T = %d, K = %d, N = %d", w.tokens, w.in_dim, w.out_dim));
   const float alpha = 1.0f, beta = 0.0f;
+  // The workspace is shared: a projection on another stream waits for the last one.
+  if (blas_->used && blas_->last_stream != stream)
+    SWA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, blas_->done, 0),
+                             "ordering after the previous projection");
   SWA_BLAS_RETURN_IF_ERROR(
       cublasLtMatmul(blas_->handle, ds.op, &alpha, w.weight, ds.a, w.hidden, ds.b, &beta, w.out,
                      ds.d, w.out, ds.d, &heur.algo, blas_->workspace, ws, stream),
-      "cublasLtMatmul");
-  return absl::OkStatus();  // cublasLtMatmul reports its own launch failures
+      "cublasLtMatmul");  // reports its own launch failures
+  SWA_CUDA_RETURN_IF_ERROR(cudaEventRecord(blas_->done, stream), "cudaEventRecord");
+  blas_->last_stream = stream;
+  blas_->used = true;
+  return absl::OkStatus();
 }
 
 }  // namespace swa::cuda
