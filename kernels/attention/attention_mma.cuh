@@ -9,33 +9,9 @@
 #pragma once
 
 #include "kernels/attention/attention_common.cuh"
+#include "kernels/attention/attention_shapes.h"
 
 namespace swa::kernels {
-
-template <int D, bool kSharedKv>
-struct MmaShape {
-  static constexpr int kRows = kMmaTileRows;  // 64
-  static constexpr int kColSplit = D >= 256 ? D / 128 : 1;
-  static constexpr int kWarps = 4 * kColSplit;
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kKeys = (D == 512 && !kSharedKv) ? 32 : 64;
-  static constexpr int kQStride = D + 8;       // bf16 elements; +8 spreads banks
-  static constexpr int kSStride = kKeys + 4;   // floats
-  static constexpr int kPStride = kKeys + 8;   // bf16 elements
-  static constexpr int kSTiles = kKeys / kColSplit / 8;  // n8 tiles per warp in S
-  static constexpr int kOTiles = D / kColSplit / 8;     // n8 tiles per warp in O
-  static_assert(kSTiles >= 1 && kOTiles >= 1 && D % 16 == 0 && kKeys % 16 == 0);
-
-  static constexpr size_t kQBytes = size_t(kRows) * kQStride * 2;
-  static constexpr size_t kKBytes = size_t(kKeys) * kQStride * 2;
-  static constexpr size_t kVBytes = kSharedKv ? 0 : kKBytes;
-  static constexpr size_t kSBytes = size_t(kRows) * kSStride * 4;
-  static constexpr size_t kPBytes = size_t(kRows) * kPStride * 2;
-  static constexpr size_t kStatBytes = size_t(kRows) * 4 * 5;  // m, l, alpha, begin, end
-  static constexpr size_t kSmemBytes = kQBytes + kKBytes + kVBytes + kSBytes + kPBytes + kStatBytes;
-  // The epilogue's de-rotation stages kRows x D FP32 outputs over Q, K, V, S.
-  static_assert(size_t(kRows) * D * 4 <= kQBytes + kKBytes + kVBytes + kSBytes);
-};
 
 __device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2,
                                         uint32_t a3, uint32_t b0, uint32_t b1) {

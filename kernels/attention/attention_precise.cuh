@@ -5,24 +5,9 @@
 #pragma once
 
 #include "kernels/attention/attention_common.cuh"
+#include "kernels/attention/attention_shapes.h"
 
 namespace swa::kernels {
-
-struct PreciseShape {
-  static constexpr int kWarps = 8;
-  static constexpr int kRowsPerWarp = 2;
-  static constexpr int kRows = kWarps * kRowsPerWarp;  // == kPreciseTileRows
-  static constexpr int kKeys = 32;
-  static constexpr int kThreads = 32 * kWarps;
-};
-static_assert(PreciseShape::kRows == kPreciseTileRows);
-// The epilogue's de-rotation stages the CTA's output rows in the K tile.
-static_assert(PreciseShape::kRows <= PreciseShape::kKeys);
-
-template <int D>
-constexpr size_t PreciseSmemBytes(bool shared_kv) {
-  return size_t(PreciseShape::kKeys) * D * sizeof(float) * (shared_kv ? 1 : 2);
-}
 
 template <int D, bool kStaged>
 __global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel(AttentionParams p) {

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/attention_shapes.h"
 
 namespace swa {
 namespace cuda {
@@ -45,6 +46,11 @@ absl::Status CudaBackend::Init() {
   SWA_CUDA_RETURN_IF_ERROR(
       cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep),
       "cudaMemPoolSetAttribute");
+  int optin = 0;
+  SWA_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_),
+      "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+  smem_optin_ = static_cast<size_t>(optin);
   // The projection's handle and workspace now, not at the first call (which
   // may be inside a stream capture).
   return CreateBlas(&blas_);
@@ -128,6 +134,12 @@ absl::Status CudaBackend::Supports(const LayerSpec& layer) const {
     return absl::UnimplementedError(absl::StrFormat(
         "head_dim = %u is not supported by the CUDA attention kernels (64, 128, 256, 512)",
         layer.head_dim));
+  const size_t smem = kernels::LayerSmemBytes(int(layer.head_dim), layer.shared_kv);
+  if (smem > smem_optin_)
+    return absl::UnimplementedError(absl::StrFormat(
+        "head_dim = %u with %s K/V needs %u bytes of shared memory per block in the attention "
+        "kernels; this device allows %u (cudaDevAttrMaxSharedMemoryPerBlockOptin)",
+        layer.head_dim, layer.shared_kv ? "shared" : "separate", smem, smem_optin_));
   if (layer.kv_heads > 65535)
     return absl::UnimplementedError(
         absl::StrFormat("kv_heads = %u exceeds the CUDA grid limit 65535", layer.kv_heads));

@@ -62,6 +62,7 @@ class CudaBackend final : public Backend {
   absl::StatusOr<const float*> RopeTableOnDevice(const RopeTable& table);
 
   const int device_;
+  size_t smem_optin_ = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
   cudaMemPool_t pool_ = nullptr;
   absl::Mutex mu_;  // one step / projection at a time: the scratch below is shared
   PlanUploader uploader_;
