@@ -23,13 +23,16 @@ fi
 cmake --build build-asan -j "$(nproc)" --target "${names[@]/#/fuzz_}"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-mkdir -p build-asan/fuzz-artifacts
+src=$(pwd)
+cd build-asan  # libFuzzer writes its fuzz-<job>.log files here with -jobs
+mkdir -p fuzz-artifacts
+parallel=()
+[ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
 for n in "${names[@]}"; do
-  mkdir -p "build-asan/fuzz-corpus/$n"
+  mkdir -p "fuzz-corpus/$n"
   echo "fuzz.sh: $n for $secs s, $jobs job(s)"
-  build-asan/tests/fuzz/fuzz_"$n" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 \
-    -print_final_stats=1 -jobs="$jobs" -workers="$jobs" \
-    -artifact_prefix="build-asan/fuzz-artifacts/$n-" \
-    "build-asan/fuzz-corpus/$n" "tests/fuzz/corpus/$n" 2>&1 |
-    grep -E "^stat::|DONE|ERROR|SUMMARY|fuzz check" || true
+  tests/fuzz/fuzz_"$n" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 \
+    -print_final_stats=1 "${parallel[@]}" -artifact_prefix="fuzz-artifacts/$n-" \
+    "fuzz-corpus/$n" "$src/tests/fuzz/corpus/$n" 2>&1 |
+    grep -E "^stat::|DONE|ERROR|SUMMARY|fuzz check|runtime error" || true
 done

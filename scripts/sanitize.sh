@@ -24,11 +24,12 @@ jobs=${SWACACHE_SANITIZE_JOBS:-$(nproc)}
 export SWACACHE_FUZZ_SECONDS=${SWACACHE_FUZZ_SECONDS:-45}
 
 # Tests that build or load the library in another way than a test program
-# does; they check packaging, not memory safety, and stay in the main tree:
-# a consumer project configured against the install, the project as a
-# subproject, the README compiled with the system compiler, and Python ctypes
-# (which would need the sanitizer runtime preloaded into the interpreter).
-SWA_NOT_SANITIZED='^(install_consumer|subproject_no_tests|readme_example|python_oracles)$'
+# does; they check packaging, bindings and docs, not the compiler or memory
+# safety, and run in the main tree only: a consumer project configured against
+# the install, the project as a subproject, the README compiled with the system
+# compiler, Python ctypes, the Rust and Go bindings (each would need the
+# sanitizer runtime preloaded into its own toolchain's programs), Doxygen.
+SWA_NOT_SANITIZED='^(install_consumer|subproject_no_tests|readme_example|python_oracles|rust_binding|go_binding|doxygen)$'
 # Tests that run threads against one cache or store.
 SWA_TSAN_TESTS=(concurrency_test store_slot_busy_test thread_pool_test store_memory_test)
 
