@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Longer fuzzing than CI's bounded run (scripts/sanitize.sh asan gives each
-# harness SWACACHE_FUZZ_SECONDS, default 45). Builds the harnesses in the
+# harness SWACACHE_FUZZ_SECONDS, default 60). Builds the harnesses in the
 # ASan + UBSan + libFuzzer tree (build-asan/) and runs each for SECONDS with
 # JOBS parallel workers, keeping what it finds in build-asan/fuzz-corpus/<name>
 # (seeded from tests/fuzz/corpus/<name>). Crashes land in build-asan/fuzz-artifacts/;

@@ -11,7 +11,7 @@
 #   asan   build-asan/   clang, -O1, ASan + UBSan (any report fatal, leaks
 #                        fatal) + libFuzzer coverage: the whole test suite and
 #                        the fuzz harnesses of tests/fuzz/, each fuzzed for
-#                        SWACACHE_FUZZ_SECONDS (default 45) from its committed corpus.
+#                        SWACACHE_FUZZ_SECONDS (default 60) from its committed corpus.
 #   tsan   build-tsan/   clang, -O1, ThreadSanitizer: the concurrency tests
 #                        (SWA_TSAN_TESTS below); suppressions in tests/tsan/tsan.supp.
 #
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 mode=${1:-all}
 jobs=${SWACACHE_SANITIZE_JOBS:-$(nproc)}
-export SWACACHE_FUZZ_SECONDS=${SWACACHE_FUZZ_SECONDS:-45}
+export SWACACHE_FUZZ_SECONDS=${SWACACHE_FUZZ_SECONDS:-60}
 
 # Tests that build or load the library in another way than a test program
 # does; they check packaging, bindings and docs, not the compiler or memory

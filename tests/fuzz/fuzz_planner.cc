@@ -162,7 +162,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       swa::SeqDesc sd;
       sd.slot = in.Byte() % (kSlots + 1);  // kSlots: out of range
       const bool raw = in.Byte() < 16;     // now and then any int32 at all
-      sd.seqlen_q = raw ? static_cast<int32_t>(in.U32()) : in.Int(-2, 3 * static_cast<int32_t>(r) + 3);
+      // Raw new-token counts stay below 2^16: a legal step of 2^30 tokens
+      // allocates gigabytes, as asked (positions may be any int32).
+      sd.seqlen_q = raw ? std::min(static_cast<int32_t>(in.U32()), int32_t{1} << 16)
+                        : in.Int(-2, 3 * static_cast<int32_t>(r) + 3);
       sd.seqlen_k = raw ? static_cast<int32_t>(in.U32()) : in.Int(-1, kMaxPos);
       sd.valid_start = raw ? static_cast<int32_t>(in.U32()) : (in.Bool() ? in.Int(-1, kMaxPos) : 0);
       batch.push_back(sd);

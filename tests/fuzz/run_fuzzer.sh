@@ -4,7 +4,7 @@
 # Prints libFuzzer's final stats (execs, coverage) on the last lines.
 set -euo pipefail
 fuzzer=$1; src=$2; name=$3; work=$4
-secs=${5:-${SWACACHE_FUZZ_SECONDS:-45}}
+secs=${5:-${SWACACHE_FUZZ_SECONDS:-60}}
 mkdir -p "$work"
 if [ -d "$src/regressions/$name" ] && [ -n "$(ls -A "$src/regressions/$name")" ]; then
   "$fuzzer" "$src"/regressions/"$name"/*
