@@ -12,3 +12,6 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSWACACHE_PYTHON="$venv/bin/python"
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
+# clang build, the whole suite under ASan + UBSan (with the fuzz harnesses for
+# a bounded time) and the concurrency tests under TSan: scripts/sanitize.sh.
+bash scripts/sanitize.sh all

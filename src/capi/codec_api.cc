@@ -59,8 +59,10 @@ absl::Status CheckBuffers(const Buffer& a, const Buffer& b) {
   return absl::OkStatus();
 }
 
-absl::Status Encode(swa_format_t format, swa_scale_mode_t mode, const void* src,
-                    swa_dtype_t src_dtype, size_t n, uint32_t dim, void* dst,
+// Enum arguments by reference: copying one by value loads it as the enum type,
+// undefined for an out-of-range int; enums.h reads the raw int instead.
+absl::Status Encode(const swa_format_t& format, const swa_scale_mode_t& mode, const void* src,
+                    const swa_dtype_t& src_dtype, size_t n, uint32_t dim, void* dst,
                     uint64_t* nonfinite_blocks) {
   SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
   SWA_ASSIGN_OR_RETURN(const swa::ScaleMode scale_mode, swa::capi::ConvertScaleMode(mode, "mode"));
@@ -86,8 +88,8 @@ absl::Status Encode(swa_format_t format, swa_scale_mode_t mode, const void* src,
   return absl::OkStatus();
 }
 
-absl::Status Decode(swa_format_t format, const void* src, size_t n, uint32_t dim, void* dst,
-                    swa_dtype_t dst_dtype, uint64_t* nonfinite_blocks) {
+absl::Status Decode(const swa_format_t& format, const void* src, size_t n, uint32_t dim, void* dst,
+                    const swa_dtype_t& dst_dtype, uint64_t* nonfinite_blocks) {
   SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
   SWA_ASSIGN_OR_RETURN(const Dtype dtype, swa::capi::ConvertDtype(dst_dtype, "dst_dtype"));
   SWA_RETURN_IF_ERROR(CheckDim(dim));

@@ -57,7 +57,9 @@ struct Recorder {
   std::vector<size_t> iov_sizes;
   std::vector<const void*> iov_data;
   std::vector<uint8_t> blob;
-  swa_status_t fail_with = SWA_OK;
+  // An int, as a C store would hold it: 99 is no swa_status_t value, and
+  // loading it as the C++ enum would be undefined behaviour here in the test.
+  int fail_with = SWA_OK;
   const char* message = "";
 };
 
@@ -67,7 +69,7 @@ swa_status_t RecPut(void* ud, const uint8_t* key, size_t key_len, const swa_iov_
   ++r->puts;
   if (r->fail_with != SWA_OK) {
     snprintf(message, cap, "%s", r->message);
-    return r->fail_with;
+    return static_cast<swa_status_t>(r->fail_with);
   }
   r->last_key.assign(reinterpret_cast<const char*>(key), key_len);
   r->iov_sizes.clear();
@@ -87,7 +89,7 @@ swa_status_t RecGet(void* ud, const uint8_t*, size_t, const swa_iov_t* iov, size
   auto* r = static_cast<Recorder*>(ud);
   if (r->fail_with != SWA_OK) {
     snprintf(message, cap, "%s", r->message);
-    return r->fail_with;
+    return static_cast<swa_status_t>(r->fail_with);
   }
   if (r->blob.empty()) return SWA_NOT_FOUND;
   uint64_t total = 0;
@@ -160,13 +162,13 @@ TEST(StoreApi, NoStoreAndBadArguments) {
 }
 
 TEST(StoreApi, LibraryHandsTheSlotInPlaceWithAPrefixedKey) {
+  Recorder rec;  // outlives the cache, which releases it
   CacheHolder h;
   MakeCache(&h);
   uint32_t slot = 0;
   ASSERT_EQ(swa_slot_alloc(h.cache, &slot), SWA_OK);
   std::mt19937 rng(1);
   for (uint64_t i = 0; i < h.layout.slot_bytes; ++i) SlotBase(h, slot)[i] = uint8_t(rng() | 1);
-  Recorder rec;
   swa_kv_store_t t = RecorderTable(&rec);
   ASSERT_EQ(swa_cache_set_store(h.cache, &t), SWA_OK);
   ASSERT_EQ(swa_slot_save(h.cache, slot, kKey, sizeof kKey), SWA_OK) << swa_last_error();
@@ -193,13 +195,13 @@ TEST(StoreApi, LibraryHandsTheSlotInPlaceWithAPrefixedKey) {
 // A store that claims a blob larger than this layout's blobs is refused before
 // anything is allocated for the claim, and the slot is untouched.
 TEST(StoreApi, AStoreClaimingAHugeBlobIsRefusedWithoutReadingIt) {
+  Recorder rec;  // outlives the cache, which releases it
   CacheHolder h;
   MakeCache(&h);
   uint32_t slot = 0, other = 0;
   ASSERT_EQ(swa_slot_alloc(h.cache, &slot), SWA_OK);
   ASSERT_EQ(swa_slot_alloc(h.cache, &other), SWA_OK);
   for (uint64_t i = 0; i < h.layout.slot_bytes; ++i) SlotBase(h, slot)[i] = uint8_t(i * 7 + 1);
-  Recorder rec;
   swa_kv_store_t t = RecorderTable(&rec);
   ASSERT_EQ(swa_cache_set_store(h.cache, &t), SWA_OK);
   ASSERT_EQ(swa_slot_save(h.cache, slot, kKey, sizeof kKey), SWA_OK) << swa_last_error();
@@ -212,11 +214,11 @@ TEST(StoreApi, AStoreClaimingAHugeBlobIsRefusedWithoutReadingIt) {
 }
 
 TEST(StoreApi, CallbackMessagesAndCodesAreCopied) {
+  Recorder rec;  // outlives the cache, which releases it
   CacheHolder h;
   MakeCache(&h);
   uint32_t slot = 0;
   ASSERT_EQ(swa_slot_alloc(h.cache, &slot), SWA_OK);
-  Recorder rec;
   swa_kv_store_t t = RecorderTable(&rec);
   ASSERT_EQ(swa_cache_set_store(h.cache, &t), SWA_OK);
   rec.fail_with = SWA_UNAVAILABLE;
@@ -224,7 +226,7 @@ TEST(StoreApi, CallbackMessagesAndCodesAreCopied) {
   EXPECT_EQ(swa_slot_save(h.cache, slot, kKey, sizeof kKey), SWA_UNAVAILABLE);
   EXPECT_NE(std::string(swa_last_error()).find("disk on fire"), std::string::npos);
   EXPECT_NE(std::string(swa_last_error()).find("put"), std::string::npos);
-  rec.fail_with = static_cast<swa_status_t>(99);
+  rec.fail_with = 99;
   rec.message = "weird";
   EXPECT_EQ(swa_slot_restore(h.cache, slot, kKey, sizeof kKey), SWA_UNKNOWN);
   EXPECT_NE(std::string(swa_last_error()).find("99"), std::string::npos) << swa_last_error();

@@ -36,9 +36,14 @@ class FloatBuffer {
   ~FloatBuffer() { Release(); }
   float* Get(size_t n) {
     if (n > capacity_) {
+      // Allocate before releasing: a bad_alloc must leave the buffer as it was
+      // (it is thread-local and outlives the failed step).
+      const size_t capacity = (n + 15) / 16 * 16;
+      float* fresh =
+          static_cast<float*>(::operator new(capacity * sizeof(float), std::align_val_t{64}));
       Release();
-      capacity_ = (n + 15) / 16 * 16;
-      data_ = static_cast<float*>(::operator new(capacity_ * sizeof(float), std::align_val_t{64}));
+      data_ = fresh;
+      capacity_ = capacity;
     }
     return data_;
   }
