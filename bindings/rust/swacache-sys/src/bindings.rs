@@ -482,7 +482,9 @@ pub struct swa_config {
     pub ring_len: u32,
     #[doc = "< Region alignment in bytes, power of two >= 16. Default 32."]
     pub alignment: u32,
-    #[doc = "< Number of state slots in the pool. Default 64."]
+    #[doc = "< State slots in the pool, 1 ... 2^20. The slot table keeps"]
+    #[doc = "about 32 bytes per slot and every plan 8 bytes per slot,"]
+    #[doc = "whatever the batch. Default 64."]
     pub max_slots: u32,
     #[doc = "< Default SWA_BACKEND_AUTO."]
     pub backend: swa_backend_t,
