@@ -1,0 +1,447 @@
+"""Stores: the built-in ones (memory, directory, Redis, Redis Cluster, tiered)
+and the :class:`Store` base class whose Python subclasses the library drives
+through the C callback table."""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import itertools
+import threading
+import weakref
+from ctypes import byref, c_int32, c_size_t, c_uint32, c_uint64, c_void_p, sizeof
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _lib as L
+from ._tensor import (
+    DTYPE_BF16,
+    DTYPE_FP32,
+    TensorArg,
+    as_tensor,
+    check_device,
+    check_dtype,
+    check_raw_dtype,
+    check_shape,
+    empty_like_kind,
+    torch_stream,
+)
+from .errors import (
+    ClosedError,
+    Error,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    Status,
+    error_for,
+)
+
+from ._core import _check, _i32, _key, _lib, _struct_dict, _u32  # noqa: F401
+
+# ---- stores --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryStoreStats:
+    """``swa_store_memory_stats_t``."""
+
+    budget_bytes: int
+    bytes: int
+    entries: int
+    puts: int
+    rejected_puts: int
+    hits: int
+    misses: int
+    evictions: int
+    evicted_bytes: int
+
+
+@dataclass(frozen=True)
+class TierStats:
+    """``swa_store_tier_stats_t``."""
+
+    hits: int
+    misses: int
+    errors: int
+    bytes_read: int
+    puts: int
+    bytes_written: int
+    promotions: int
+
+
+class BuiltinStore:
+    """A store implemented by the library (memory, directory, Redis, Redis
+    Cluster, tiered). The object owns the store until it is attached with
+    :meth:`Cache.set_store` (or made a tier of a :class:`TieredStore`); then
+    the cache (or the tiered store) owns it. :meth:`close` drops a store that
+    was never attached."""
+
+    _kind = "builtin"
+
+    def __init__(self, table: L.KvStore) -> None:
+        self._table: Optional[L.KvStore] = table
+        self._state = "owned"  # owned | attached | tier | released
+        self._owner: Any = None
+
+    # ownership transitions
+    def _take(self, what: str) -> L.KvStore:
+        if self._state != "owned" or self._table is None:
+            raise FailedPreconditionError(f"{what}: this {self._kind} store is "
+                                          f"{self._state}; a store can be handed over once")
+        return self._table
+
+    def _untake(self, table: L.KvStore) -> None:
+        self._state = "owned"
+
+    def _attached_to(self, cache: Cache) -> None:
+        self._state, self._owner = "attached", weakref.ref(cache)
+
+    def _tier_of(self, parent: "TieredStore") -> None:
+        self._state, self._owner = "tier", parent
+
+    def _mark_released(self) -> None:
+        self._state, self._owner = "released", None
+
+    def _alive(self) -> bool:
+        if self._state == "owned":
+            return True
+        if self._state == "attached":
+            cache = self._owner()
+            return cache is not None and not cache.closed and cache._store is self
+        if self._state == "tier":
+            return bool(self._owner._alive())
+        return False
+
+    @property
+    def state(self) -> str:
+        """"owned" (by this object), "attached" (to a cache), "tier" (of a tiered
+        store) or "released"."""
+        return self._state if self._alive() or self._state == "owned" else "released"
+
+    def _live_table(self) -> L.KvStore:
+        if not self._alive() or self._table is None:
+            raise ClosedError(f"this {self._kind} store was released (its cache or tiered "
+                              "store is closed, or it was replaced)")
+        return self._table
+
+    def close(self) -> None:
+        """Drop a store that was never handed over (calls its ``release``)."""
+        if self._state == "owned" and self._table is not None:
+            t, self._table = self._table, None
+            self._state = "released"
+            if t.release:
+                t.release(t.user_data)
+
+    def __enter__(self) -> "BuiltinStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class MemoryStore(BuiltinStore):
+    """``swa_store_memory_create``: in-process, LRU within ``budget_bytes``."""
+
+    _kind = "memory"
+
+    def __init__(self, budget_bytes: Optional[int] = None) -> None:
+        c = L.MemoryConfig()
+        _lib.swa_store_memory_config_init(byref(c))
+        if budget_bytes is not None:
+            if int(budget_bytes) < 0:
+                raise InvalidArgumentError(f"budget_bytes: must be >= 0, got {budget_bytes}")
+            c.budget_bytes = int(budget_bytes)
+        t = L.KvStore()
+        _lib.swa_kv_store_init(byref(t))
+        _check(_lib.swa_store_memory_create(byref(c), byref(t)))
+        super().__init__(t)
+
+    def stats(self) -> MemoryStoreStats:
+        """``swa_store_memory_stats`` (while the store is alive)."""
+        out = L.MemoryStats(struct_size=sizeof(L.MemoryStats))
+        _check(_lib.swa_store_memory_stats(byref(self._live_table()), byref(out)))
+        return MemoryStoreStats(**_struct_dict(out))
+
+
+class DirectoryStore(BuiltinStore):
+    """``swa_store_directory_create``: one file per key under ``path``."""
+
+    _kind = "directory"
+
+    def __init__(self, path: str, *, create: bool = True, sync: bool = True) -> None:
+        import os
+
+        c = L.DirectoryConfig()
+        _lib.swa_store_directory_config_init(byref(c))
+        c.path = os.fsencode(path)
+        c.create, c.sync = int(bool(create)), int(bool(sync))
+        t = L.KvStore()
+        _lib.swa_kv_store_init(byref(t))
+        _check(_lib.swa_store_directory_create(byref(c), byref(t)))
+        super().__init__(t)
+        self.path = path
+
+
+class RedisStore(BuiltinStore):
+    """``swa_store_redis_create`` (experimental)."""
+
+    _kind = "redis"
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 6379, *, db: int = 0,
+                 password: Optional[str] = None, ttl_seconds: int = 0, timeout_ms: int = 5000,
+                 max_connections: int = 8) -> None:
+        c = L.RedisConfig()
+        _lib.swa_store_redis_config_init(byref(c))
+        c.host = host.encode()
+        c.port, c.db = _u32("port", port), _u32("db", db)
+        c.password = password.encode() if password is not None else None
+        c.ttl_seconds, c.timeout_ms = _u32("ttl_seconds", ttl_seconds), _u32("timeout_ms",
+                                                                              timeout_ms)
+        c.max_connections = _u32("max_connections", max_connections)
+        t = L.KvStore()
+        _lib.swa_kv_store_init(byref(t))
+        _check(_lib.swa_store_redis_create(byref(c), byref(t)))
+        super().__init__(t)
+
+
+class RedisClusterStore(BuiltinStore):
+    """``swa_store_redis_cluster_create`` (experimental)."""
+
+    _kind = "redis cluster"
+
+    def __init__(self, nodes: str = "127.0.0.1:7000", *, password: Optional[str] = None,
+                 ttl_seconds: int = 0, timeout_ms: int = 5000, connections_per_node: int = 4,
+                 read_from_replicas: bool = False, max_attempts: int = 16) -> None:
+        c = L.RedisClusterConfig()
+        _lib.swa_store_redis_cluster_config_init(byref(c))
+        c.nodes = nodes.encode()
+        c.password = password.encode() if password is not None else None
+        c.ttl_seconds, c.timeout_ms = _u32("ttl_seconds", ttl_seconds), _u32("timeout_ms",
+                                                                              timeout_ms)
+        c.connections_per_node = _u32("connections_per_node", connections_per_node)
+        c.read_from_replicas = int(bool(read_from_replicas))
+        c.max_attempts = _u32("max_attempts", max_attempts)
+        t = L.KvStore()
+        _lib.swa_kv_store_init(byref(t))
+        _check(_lib.swa_store_redis_cluster_create(byref(c), byref(t)))
+        super().__init__(t)
+
+
+class TieredStore(BuiltinStore):
+    """``swa_store_tiered_create`` (experimental): ``tiers`` fastest first
+    (built-in stores or :class:`Store` subclasses). On success the tiered store
+    owns every tier."""
+
+    _kind = "tiered"
+
+    def __init__(self, tiers: Sequence[Union[BuiltinStore, "Store"]]) -> None:
+        tiers = list(tiers)
+        arr = (L.KvStore * max(1, len(tiers)))()
+        uids: List[int] = []
+        try:
+            for i, s in enumerate(tiers):
+                if isinstance(s, BuiltinStore):
+                    ctypes.memmove(byref(arr[i]), byref(s._take(f"tiers[{i}]")),
+                                   sizeof(L.KvStore))
+                elif isinstance(s, Store):
+                    table, uid = _register(s)
+                    uids.append(uid)
+                    ctypes.memmove(byref(arr[i]), byref(table), sizeof(L.KvStore))
+                else:
+                    raise InvalidArgumentError(f"tiers[{i}]: expected a store, got "
+                                               f"{type(s).__name__}")
+            c = L.TieredConfig()
+            _lib.swa_store_tiered_config_init(byref(c))
+            c.tiers = ctypes.cast(arr, ctypes.POINTER(L.KvStore)) if tiers else None
+            c.n_tiers = len(tiers)
+            t = L.KvStore()
+            _lib.swa_kv_store_init(byref(t))
+            _check(_lib.swa_store_tiered_create(byref(c), byref(t)))
+        except Exception:
+            for uid in uids:
+                _REGISTRY.pop(uid, None)
+            raise
+        super().__init__(t)
+        self.tiers = tiers
+        for s in tiers:
+            if isinstance(s, BuiltinStore):
+                s._tier_of(self)
+
+    def tier_stats(self, tier: int) -> TierStats:
+        """``swa_store_tiered_stats``."""
+        out = L.TierStats(struct_size=sizeof(L.TierStats))
+        _check(_lib.swa_store_tiered_stats(byref(self._live_table()), _u32("tier", tier),
+                                           byref(out)))
+        return TierStats(**_struct_dict(out))
+
+    def close(self) -> None:
+        was_owned = self._state == "owned" and self._table is not None
+        super().close()
+        if was_owned:
+            for s in self.tiers:
+                if isinstance(s, BuiltinStore):
+                    s._mark_released()
+
+
+class Store:
+    """Base class of stores written in Python, driven through the C callback table.
+
+    Override ``put`` and/or ``get`` (at least one), and optionally ``exists``
+    and ``remove``; a method left as inherited is a NULL entry, which makes the
+    library answer UNIMPLEMENTED. Keys are ``bytes`` (the library prefixes the
+    engine's key with the layout fingerprint and a colon). Callbacks run on the
+    thread that called save/restore/store_exists/store_remove, so a store used
+    from several threads must be thread-safe.
+
+    Errors: raise a :class:`swacache.Error` subclass to return its code and
+    message; any other exception becomes UNKNOWN with ``"Type: text"`` as the
+    message. Nothing escapes into C. :meth:`release` is called exactly once
+    when the library drops the store (replaced, detached, cache closed).
+    """
+
+    def put(self, key: bytes, value: bytes) -> None:
+        """Store ``value`` under ``key`` (replacing any blob)."""
+        raise NotImplementedError
+
+    def get(self, key: bytes) -> Optional[bytes]:
+        """The blob under ``key``, or None when missing (NOT_FOUND)."""
+        raise NotImplementedError
+
+    def exists(self, key: bytes) -> bool:
+        """Whether a blob is stored under ``key``."""
+        raise NotImplementedError
+
+    def remove(self, key: bytes) -> None:
+        """Delete the blob under ``key``; raise :class:`NotFoundError` when missing."""
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Called once when the library drops this store."""
+
+
+_REGISTRY: Dict[int, Store] = {}
+_IDS = itertools.count(1)
+
+
+def _write_message(msg_ptr: int, cap: int, text: str) -> None:
+    if not msg_ptr or cap <= 0:
+        return
+    b = text.encode("utf-8", "replace")[: cap - 1]
+    ctypes.memmove(msg_ptr, b + b"\0", len(b) + 1)
+
+
+def _fail(e: BaseException, msg_ptr: int, cap: int) -> int:
+    if isinstance(e, Error):
+        _write_message(msg_ptr, cap, e.message)
+        return int(e.code) if e.code != Status.OK else int(Status.UNKNOWN)
+    _write_message(msg_ptr, cap, f"{type(e).__name__}: {e}")
+    return int(Status.UNKNOWN)
+
+
+def _store_of(ud: Optional[int]) -> Store:
+    s = _REGISTRY.get(int(ud or 0))
+    if s is None:
+        raise Error("store callback for an unknown or released store", Status.INTERNAL)
+    return s
+
+
+def _cb_put(ud, key, key_len, iov, n_iov, msg, cap):  # type: ignore[no-untyped-def]
+    try:
+        k = ctypes.string_at(key, key_len)
+        value = b"".join(ctypes.string_at(iov[i].data, iov[i].size) for i in range(n_iov))
+        _store_of(ud).put(k, value)
+        return 0
+    except BaseException as e:  # noqa: BLE001 - never let an exception reach C
+        return _fail(e, msg, cap)
+
+
+def _cb_get(ud, key, key_len, iov, n_iov, blob_size, msg, cap):  # type: ignore[no-untyped-def]
+    try:
+        k = ctypes.string_at(key, key_len)
+        data = _store_of(ud).get(k)
+        if data is None:
+            raise Error("no blob under this key", Status.NOT_FOUND)
+        data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+        if len(data) != blob_size[0]:
+            blob_size[0] = len(data)
+            return 0
+        off = 0
+        raw = bytes(data)
+        for i in range(n_iov):
+            n = iov[i].size
+            if n:
+                ctypes.memmove(iov[i].data, raw[off:off + n], n)
+            off += n
+        return 0
+    except BaseException as e:  # noqa: BLE001
+        return _fail(e, msg, cap)
+
+
+def _cb_exists(ud, key, key_len, exists, msg, cap):  # type: ignore[no-untyped-def]
+    try:
+        exists[0] = 1 if _store_of(ud).exists(ctypes.string_at(key, key_len)) else 0
+        return 0
+    except BaseException as e:  # noqa: BLE001
+        return _fail(e, msg, cap)
+
+
+def _cb_remove(ud, key, key_len, msg, cap):  # type: ignore[no-untyped-def]
+    try:
+        _store_of(ud).remove(ctypes.string_at(key, key_len))
+        return 0
+    except BaseException as e:  # noqa: BLE001
+        return _fail(e, msg, cap)
+
+
+def _cb_release(ud):  # type: ignore[no-untyped-def]
+    s = _REGISTRY.pop(int(ud or 0), None)
+    if s is not None:
+        try:
+            s.release()
+        except BaseException:  # noqa: BLE001 - release cannot report
+            pass
+
+
+# The thunks live as long as the module: the library may call them until
+# every table is released.
+_PUT = L.PUT_FN(_cb_put)
+_GET = L.GET_FN(_cb_get)
+_EXISTS = L.EXISTS_FN(_cb_exists)
+_REMOVE = L.REMOVE_FN(_cb_remove)
+_RELEASE = L.RELEASE_FN(_cb_release)
+
+
+def _overrides(store: Store, name: str) -> bool:
+    return getattr(type(store), name) is not getattr(Store, name)
+
+
+def _register(store: Store) -> Tuple[L.KvStore, int]:
+    if not (_overrides(store, "put") or _overrides(store, "get")):
+        raise InvalidArgumentError("store: a Store subclass must override put or get")
+    uid = next(_IDS)
+    t = L.KvStore()
+    _lib.swa_kv_store_init(byref(t))
+    t.user_data = uid
+    if _overrides(store, "put"):
+        t.put = _PUT
+    if _overrides(store, "get"):
+        t.get = _GET
+    if _overrides(store, "exists"):
+        t.exists = _EXISTS
+    if _overrides(store, "remove"):
+        t.remove = _REMOVE
+    t.release = _RELEASE
+    _REGISTRY[uid] = store
+    return t, uid
+
+
+def live_python_stores() -> int:
+    """How many Python :class:`Store` tables the library still holds (for tests)."""
+    return len(_REGISTRY)
