@@ -6,7 +6,8 @@ use swacache_sys as sys;
 
 use crate::config::{sized, Backend, CacheStats, Config, LayerDesc, LayerLayout, Layout, TensorView};
 use crate::error::{check, Code, Error, Result};
-use crate::plan::{Plan, PlanOptions, StepGuard};
+use crate::plan::{Plan, PlanOptions};
+use crate::step::StepGuard;
 use crate::store::Store;
 
 /// State of one slot (`swa_slot_info_t`).

@@ -6,7 +6,7 @@ use swacache_sys as sys;
 
 use crate::config::{Format, ScaleMode};
 use crate::error::{check, invalid, Result};
-use crate::plan::{Input, Output};
+use crate::step::{Input, Output};
 
 /// Bytes of one stored vector of `dim` values (`swa_format_vector_bytes`).
 pub fn vector_bytes(format: Format, dim: u32) -> Result<usize> {

@@ -34,6 +34,7 @@ mod config;
 mod error;
 mod plan;
 mod project;
+mod step;
 mod store;
 
 pub use cache::{Cache, SlotInfo};
@@ -42,10 +43,9 @@ pub use config::{
     TensorView,
 };
 pub use error::{Code, Error, Result};
-pub use plan::{
-    Bf16, IndexPad, Input, Output, Plan, PlanInfo, PlanOptions, PlanPath, Segment, Seq, StepArgs, StepGuard,
-};
+pub use plan::{IndexPad, Plan, PlanInfo, PlanOptions, PlanPath, Segment, Seq};
 pub use project::{ProjectDims, WeightLayout};
+pub use step::{Bf16, Input, Output, StepArgs, StepGuard};
 pub use store::{Blob, GetSink, KvStore, MemoryStats, RedisConfig, Store};
 pub use swacache_sys as sys;
 

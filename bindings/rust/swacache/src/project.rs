@@ -5,7 +5,7 @@ use swacache_sys as sys;
 
 use crate::cache::Cache;
 use crate::error::{check, invalid, Result};
-use crate::plan::{Bf16, Output};
+use crate::step::{Bf16, Output};
 
 /// How the weight matrix is laid out (`swa_weight_layout_t`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
