@@ -14,7 +14,6 @@
 
 #include <cstddef>
 #include <cstdint>
-
 #include <string_view>
 
 #include "absl/status/statusor.h"
