@@ -988,9 +988,9 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
                                    size_t key_len);
 
 /** \brief Restore a slot from the blob saved under `key`. The blob is read into
- *  a staging buffer and verified in full (magic, version, fingerprint, sizes,
- *  checksum) before the slot's stored region, written_end and valid_start are
- *  overwritten. Dropped layers and compression state are left as they are.
+ *  a staging buffer and verified in full (magic, version, fingerprint, key,
+ *  sizes, checksum) before the slot's stored region, written_end and valid_start
+ *  are overwritten. Dropped layers and compression state are left as they are.
  *  \see \ref md_docs_store "docs/store.md".
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
@@ -998,7 +998,8 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
  *  \retval SWA_OK on success.
  *  \retval SWA_NOT_FOUND when no blob is stored under the key.
- *  \retval SWA_DATA_LOSS for a corrupt or truncated blob.
+ *  \retval SWA_DATA_LOSS for a corrupt or truncated blob, or a blob saved under
+ *  another key (copied or renamed to this one).
  *  \retval SWA_FAILED_PRECONDITION for a blob of another layout or format
  *  version, when no store is attached, the slot is not allocated or is being
  *  saved/restored, or the slot was freed (and perhaps allocated again) while the

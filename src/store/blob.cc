@@ -27,6 +27,15 @@ uint32_t BlobChecksum(const uint8_t* header, const uint8_t* payload, uint64_t pa
 
 }  // namespace
 
+uint64_t BlobKeyHash(std::string_view key) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : key) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 void EncodeBlobHeader(const BlobHeader& h, const uint8_t* payload, uint8_t out[kBlobHeaderBytes]) {
   std::memset(out, 0, kBlobHeaderBytes);
   std::memcpy(out, kBlobMagic, 4);
@@ -37,6 +46,7 @@ void EncodeBlobHeader(const BlobHeader& h, const uint8_t* payload, uint8_t out[k
   PutLe<int32_t>(out + 20, h.valid_start);
   PutLe<uint64_t>(out + 24, h.payload_bytes);
   PutLe<int32_t>(out + 32, h.ring_high);
+  PutLe<uint64_t>(out + kBlobKeyHashOffset, h.key_hash);
   PutLe<uint32_t>(out + kBlobChecksumOffset, BlobChecksum(out, payload, h.payload_bytes));
 }
 
@@ -51,6 +61,11 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
         hdr[0], hdr[1], hdr[2], hdr[3]));
   BlobHeader h;
   h.version = GetLe<uint16_t>(hdr + 4);
+  if (h.version == 1)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "blob format version is 1, this library reads version %u only: version 1 blobs do not "
+        "record their key, so they cannot be verified; save the slot again",
+        kBlobVersion));
   if (h.version != kBlobVersion)
     return absl::FailedPreconditionError(absl::StrFormat(
         "blob format version is %u, this library reads version %u", h.version, kBlobVersion));
@@ -64,6 +79,7 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
   h.valid_start = GetLe<int32_t>(hdr + 20);
   h.payload_bytes = GetLe<uint64_t>(hdr + 24);
   h.ring_high = GetLe<int32_t>(hdr + 32);
+  h.key_hash = GetLe<uint64_t>(hdr + kBlobKeyHashOffset);
   h.checksum = GetLe<uint32_t>(hdr + kBlobChecksumOffset);
   if (h.payload_bytes != payload_len)
     return absl::DataLossError(absl::StrFormat(
@@ -87,6 +103,14 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
     return absl::FailedPreconditionError(absl::StrFormat(
         "blob payload is %u bytes, this cache stores %u bytes per slot", h.payload_bytes,
         expect.payload_bytes));
+  // A sound blob of this layout, saved under another key and then copied or
+  // renamed to this one: its bytes are another sequence's, so the blob this
+  // key was saved with is lost.
+  if (h.key_hash != expect.key_hash)
+    return absl::DataLossError(absl::StrFormat(
+        "blob was saved under another key (its key hash is 0x%016x, this key's is 0x%016x): "
+        "copied or renamed here from another key",
+        h.key_hash, expect.key_hash));
   // valid_start may exceed written_end (a slot prepared for replay); both are
   // positions, so neither may be negative.
   if (h.valid_start < 0 || h.written_end < 0 || h.ring_high < 0)

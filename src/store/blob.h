@@ -2,26 +2,30 @@
 // 64-byte little-endian header followed by the payload (the stored bytes).
 //
 //   0  "SWAB"              4 magic
-//   4  u16 version (1)     6 u16 header bytes (64)
+//   4  u16 version (2)     6 u16 header bytes (64)
 //   8  u64 layout fingerprint
 //  16  i32 written_end    20 i32 valid_start
 //  24  u64 payload bytes
 //  32  i32 ring_high (highest position + 1 ever stored in the rings)
-//  36  24 reserved bytes, zero
+//  36  u64 key hash (BlobKeyHash of the engine key the blob was saved under)
+//  44  16 reserved bytes, zero
 //  60  u32 CRC32C of header bytes [0, 60) followed by the payload
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
 namespace swa {
 
 inline constexpr size_t kBlobHeaderBytes = 64;
-inline constexpr uint16_t kBlobVersion = 1;
+// Version 2 added the key hash; version 1 blobs (no key) are refused.
+inline constexpr uint16_t kBlobVersion = 2;
 inline constexpr uint8_t kBlobMagic[4] = {'S', 'W', 'A', 'B'};
-inline constexpr size_t kBlobReservedOffset = 36;
+inline constexpr size_t kBlobKeyHashOffset = 36;
+inline constexpr size_t kBlobReservedOffset = 44;
 inline constexpr size_t kBlobChecksumOffset = 60;
 
 struct BlobHeader {
@@ -31,14 +35,23 @@ struct BlobHeader {
   int32_t valid_start = 0;
   int32_t ring_high = 0;
   uint64_t payload_bytes = 0;
+  uint64_t key_hash = 0;
   uint32_t checksum = 0;
 };
 
-// What the reader expects: the cache's layout fingerprint and stored bytes.
+// What the reader expects: the cache's layout fingerprint and stored bytes,
+// and the hash of the key it asked for.
 struct BlobExpectation {
   uint64_t fingerprint = 0;
   uint64_t payload_bytes = 0;
+  uint64_t key_hash = 0;
 };
+
+// 64-bit FNV-1a of the engine key's bytes (offset basis 0xcbf29ce484222325,
+// prime 0x100000001b3), byte by byte: the same on every platform and in every
+// version, since it is persisted. It binds a blob to the key it was saved
+// under, against mix-ups, not against forgery.
+uint64_t BlobKeyHash(std::string_view key);
 
 // Writes the header for `payload` (host memory, header.payload_bytes long)
 // into `out`; the checksum field of `header` is ignored and computed here.
@@ -47,7 +60,8 @@ void EncodeBlobHeader(const BlobHeader& header, const uint8_t* payload,
 
 // Verifies a blob whose header and payload may live in separate buffers;
 // `payload_len` is how many payload bytes the store actually returned.
-// DATA_LOSS: bad magic, truncation or extension, checksum mismatch, bad fields.
+// DATA_LOSS: bad magic, truncation or extension, checksum mismatch, bad fields,
+// or a valid blob saved under another key (key hash mismatch).
 // FAILED_PRECONDITION: another format version, another layout, or a blob that
 // was written by an incompatible writer (non-zero reserved bytes).
 absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t header[kBlobHeaderBytes],

@@ -59,8 +59,10 @@ absl::Status BlobStore::Remove(std::string_view key) {
 
 absl::Status BlobStore::WriteBlob(std::string_view key, const BlobHeader& header,
                                   const uint8_t* payload) {
+  BlobHeader bound = header;
+  bound.key_hash = BlobKeyHash(key);
   uint8_t head[kBlobHeaderBytes];
-  EncodeBlobHeader(header, payload, head);
+  EncodeBlobHeader(bound, payload, head);
   const ConstByteSpan pieces[2] = {ConstByteSpan(head, sizeof head),
                                    ConstByteSpan(payload, header.payload_bytes)};
   return Put(key, pieces);
@@ -68,13 +70,19 @@ absl::Status BlobStore::WriteBlob(std::string_view key, const BlobHeader& header
 
 absl::StatusOr<BlobHeader> BlobStore::ReadBlob(std::string_view key, const BlobExpectation& expect,
                                                uint8_t* header_buf, uint8_t* payload_buf) {
+  BlobExpectation keyed = expect;
+  keyed.key_hash = BlobKeyHash(key);
   const ByteSpan pieces[2] = {ByteSpan(header_buf, kBlobHeaderBytes),
-                              ByteSpan(payload_buf, expect.payload_bytes)};
+                              ByteSpan(payload_buf, keyed.payload_bytes)};
   absl::StatusOr<uint64_t> blob_size = Get(key, pieces);
   if (!blob_size.ok()) return blob_size.status();
-  if (*blob_size != kBlobHeaderBytes + expect.payload_bytes)
-    return ExplainSizeMismatch(key, *blob_size, expect);
-  return VerifyBlob(header_buf, payload_buf, expect.payload_bytes, expect);
+  if (*blob_size != kBlobHeaderBytes + keyed.payload_bytes)
+    return ExplainSizeMismatch(key, *blob_size, keyed);
+  absl::StatusOr<BlobHeader> h = VerifyBlob(header_buf, payload_buf, keyed.payload_bytes, keyed);
+  if (h.ok()) return h;
+  return absl::Status(h.status().code(), absl::StrFormat("key \"%s\": %s",
+                                                         PrintableKey(FullKey(key)),
+                                                         h.status().message()));
 }
 
 absl::Status BlobStore::ExplainSizeMismatch(std::string_view key, uint64_t blob_size,

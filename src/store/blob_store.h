@@ -29,9 +29,11 @@ class BlobStore {
   std::string FullKey(std::string_view key) const;
 
   // One blob = header (computed here) + `payload` (host memory, read in place).
+  // header.key_hash is ignored: the blob is bound to `key` here.
   absl::Status WriteBlob(std::string_view key, const BlobHeader& header, const uint8_t* payload);
   // Reads the blob under `key` into `header_buf` + `payload_buf` (expect.payload_bytes)
-  // and verifies all of it; explains a blob of the wrong size by its header.
+  // and verifies all of it, against the hash of `key` (expect.key_hash is
+  // ignored); explains a blob of the wrong size by its header. Errors name the key.
   absl::StatusOr<BlobHeader> ReadBlob(std::string_view key, const BlobExpectation& expect,
                                       uint8_t* header_buf, uint8_t* payload_buf);
   absl::StatusOr<bool> Exists(std::string_view key);

@@ -31,7 +31,8 @@ struct SlotIo {
 // store in place; a device pool goes through a staging copy.
 absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key);
 
-// Reads and verifies the blob, then overwrites the stored region and
+// Reads and verifies the blob (also that it was saved under `key`: BlobStore
+// binds blobs to their keys), then overwrites the stored region and
 // written_end / valid_start / ring_high. Any failure — also a slot freed (and
 // perhaps allocated again) while the store was read — leaves the slot
 // byte-for-byte unchanged.

@@ -1,6 +1,7 @@
 // The directory store under real-world faults: a full file system (a small
 // tmpfs), a read-only one, blob files truncated or replaced between put and
-// get, and keys that try to escape the root. Each gets a precise status, the
+// get, another key's file copied or renamed over a blob, and keys that try to
+// escape the root. Each gets a precise status, the
 // slot stays untouched, and no file appears outside the root.
 //
 // The tmpfs tests need CAP_SYS_ADMIN (root); they run in a private mount
@@ -202,11 +203,57 @@ TEST(DirectoryStoreFaults, FileTruncatedOrReplacedBetweenPutAndGet) {
   EXPECT_NE(f.Restore(f.b, "x"), SWA_OK);
   EXPECT_TRUE(f.Image(f.b) == before);
   fs::remove(px);
-  // Known limitation: the blob names no key, so another key's valid blob
-  // copied over this one restores that key's state (docs/reliability.md).
+  // Another key's valid blob: the blob records its key (AnotherKeysFile... below).
   fs::copy_file(py, px);
-  EXPECT_EQ(f.Restore(f.b, "x"), SWA_OK);
-  EXPECT_TRUE(f.Holds(f.b, 4));
+  EXPECT_EQ(f.Restore(f.b, "x"), SWA_DATA_LOSS) << swa_last_error();
+  EXPECT_TRUE(f.Image(f.b) == before);
+}
+
+// Slot a saved under "a", slot b under "b"; then b's file is copied over a's,
+// and later renamed onto it. Each blob is sound and of this layout, but was
+// saved under another key: DATA_LOSS naming the key, the slot untouched.
+TEST(DirectoryStoreFaults, AnotherKeysFileCopiedOrRenamedOverThisOne) {
+  TempDir tmp;
+  SlotFixture f;
+  const std::string root = tmp.path + "/root";
+  const swa_kv_store_t store = DirectoryStore(root);
+  ASSERT_EQ(swa_cache_set_store(f.cache, &store), SWA_OK);
+  f.Fill(f.a, 31);
+  ASSERT_EQ(f.Save(f.a, "a"), SWA_OK);
+  ASSERT_EQ(Files(root).size(), 1u);
+  const std::string pa = Files(root)[0];
+  f.Fill(f.b, 32);
+  ASSERT_EQ(f.Save(f.b, "b"), SWA_OK);
+  std::string pb;
+  for (const fs::path& p : Files(root))
+    if (p != pa) pb = p;
+  ASSERT_FALSE(pb.empty());
+  const swa_test::SlotImage image_a = f.Image(f.a), image_b = f.Image(f.b);
+
+  fs::copy_file(pb, pa, fs::copy_options::overwrite_existing);
+  EXPECT_EQ(f.Restore(f.a, "a"), SWA_DATA_LOSS) << swa_last_error();
+  const std::string message = swa_last_error();
+  EXPECT_NE(message.find("another key"), std::string::npos) << message;
+  EXPECT_NE(message.find(f.StoreKey("a")), std::string::npos) << message;
+  EXPECT_TRUE(f.Image(f.a) == image_a);
+  EXPECT_EQ(f.Restore(f.b, "a"), SWA_DATA_LOSS) << swa_last_error();
+  EXPECT_TRUE(f.Image(f.b) == image_b);
+  // b's own file still restores.
+  f.Fill(f.b, 33);
+  ASSERT_EQ(f.Restore(f.b, "b"), SWA_OK) << swa_last_error();
+  EXPECT_TRUE(f.Holds(f.b, 32));
+
+  // Saved again, then renamed over: "b" is gone, "a" holds b's blob.
+  ASSERT_EQ(f.Save(f.a, "a"), SWA_OK);
+  fs::rename(pb, pa);
+  const swa_test::SlotImage image_b2 = f.Image(f.b);
+  EXPECT_EQ(f.Restore(f.b, "b"), SWA_NOT_FOUND) << swa_last_error();
+  EXPECT_EQ(f.Restore(f.b, "a"), SWA_DATA_LOSS) << swa_last_error();
+  EXPECT_TRUE(f.Image(f.b) == image_b2);
+  // Saving "a" again replaces the stray blob.
+  ASSERT_EQ(f.Save(f.a, "a"), SWA_OK);
+  ASSERT_EQ(f.Restore(f.b, "a"), SWA_OK) << swa_last_error();
+  EXPECT_TRUE(f.Holds(f.b, 31));
 }
 
 TEST(DirectoryStoreFaults, KeysNeverEscapeTheRoot) {

@@ -145,12 +145,24 @@ TEST_F(RedisFaults, BlobReplacedByGarbageOrAnotherKeysBlob) {
   EXPECT_NE(wrongtype, SWA_OK);
   EXPECT_NE(std::string(swa_last_error()).find("WRONGTYPE"), std::string::npos) << swa_last_error();
   EXPECT_TRUE(f.Image(f.b) == before);
-  // Known limitation: the blob names no key, so another key's valid blob
-  // restores that key's state (docs/reliability.md).
+  // A blob of another key under the same name (COPY, then RENAME): sound and
+  // of this layout, but saved under "y". The blob records its key.
   ASSERT_EQ(server.Command({"DEL", kx}), ":1");
   ASSERT_EQ(server.Command({"COPY", ky, kx}), ":1");
-  EXPECT_EQ(f.Restore(f.b, "x"), SWA_OK) << swa_last_error();
-  EXPECT_TRUE(f.Holds(f.b, 12));
+  EXPECT_EQ(f.Restore(f.b, "x"), SWA_DATA_LOSS) << swa_last_error();
+  const std::string message = swa_last_error();
+  EXPECT_NE(message.find("another key"), std::string::npos) << message;
+  EXPECT_NE(message.find(kx), std::string::npos) << message;
+  EXPECT_TRUE(f.Image(f.b) == before);
+  ASSERT_EQ(server.Command({"RENAME", ky, kx}), "+OK");
+  EXPECT_EQ(f.Restore(f.b, "x"), SWA_DATA_LOSS) << swa_last_error();
+  EXPECT_EQ(f.Restore(f.b, "y"), SWA_NOT_FOUND) << swa_last_error();
+  EXPECT_TRUE(f.Image(f.b) == before);
+  // Saved again under "x", it restores.
+  f.Fill(f.a, 14);
+  ASSERT_EQ(f.Save(f.a, "x"), SWA_OK) << swa_last_error();
+  ASSERT_EQ(f.Restore(f.b, "x"), SWA_OK) << swa_last_error();
+  EXPECT_TRUE(f.Holds(f.b, 14));
 }
 
 TEST_F(RedisFaults, WrongPassword) {

@@ -1,12 +1,14 @@
 // Fuzz harness (1): the blob parser and the restore path. The input is a blob
 // (the first byte chooses which header fields the harness repairs so that the
 // fuzzer gets past the checksum and the layout check: CRC, fingerprint,
-// payload length, magic/version). It goes through VerifyBlob() and through
-// swa_slot_restore() from an engine store that returns it. Promises checked:
-// VerifyBlob and the restore agree; a refused restore returns a known status
-// with a message and leaves the slot byte-for-byte and position-for-position
-// unchanged; an accepted one installs exactly the blob's payload and
-// positions, and saving the slot again gives back the same blob.
+// payload length, magic/version, key hash/reserved). It goes through
+// VerifyBlob() and through swa_slot_restore() of key "k" from an engine store
+// that returns it. Seeds: tests/fuzz/corpus/blob/, written by
+// scripts/fuzz_blob_seeds.py. Promises checked: VerifyBlob and the restore
+// agree; a refused restore returns a known status with a message and leaves
+// the slot byte-for-byte and position-for-position unchanged; an accepted one
+// installs exactly the blob's payload and positions, and saving the slot again
+// gives back the same blob.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -114,12 +116,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (b.size() >= swa::kBlobHeaderBytes) {
     if (repair & 8) {
       std::memcpy(b.data(), "SWAB", 4);
-      PutLe(&b[4], 1, 2);
+      PutLe(&b[4], swa::kBlobVersion, 2);
       PutLe(&b[6], 64, 2);
     }
     if (repair & 2) PutLe(&b[8], f.layout.fingerprint, 8);
     if (repair & 4) PutLe(&b[24], b.size() - swa::kBlobHeaderBytes, 8);
-    if (repair & 32) std::memset(&b[36], 0, 24);
+    if (repair & 32) {
+      PutLe(&b[swa::kBlobKeyHashOffset], swa::BlobKeyHash("k"), 8);
+      std::memset(&b[swa::kBlobReservedOffset], 0,
+                  swa::kBlobChecksumOffset - swa::kBlobReservedOffset);
+    }
     if (repair & 1) {
       uint32_t crc = swa::Crc32c(0, b.data(), 60);
       crc = swa::Crc32c(crc, b.data() + 64, b.size() - 64);
@@ -127,7 +133,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   // The parser alone.
-  const swa::BlobExpectation expect{f.layout.fingerprint, f.layout.stored_bytes};
+  const swa::BlobExpectation expect{f.layout.fingerprint, f.layout.stored_bytes,
+                                    swa::BlobKeyHash("k")};
   const absl::StatusOr<swa::BlobHeader> parsed = swa::VerifyBlob(b.data(), b.size(), expect);
   if (!parsed.ok())
     Check(absl::IsDataLoss(parsed.status()) || absl::IsFailedPrecondition(parsed.status()),

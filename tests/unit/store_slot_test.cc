@@ -76,12 +76,13 @@ class SlotStoreTest : public ::testing::Test {
                       .ok());
   }
 
-  // Restores slot 1 from "seq" and expects `code`; unless that is OK, the pool
+  // Restores slot 1 from `key` and expects `code`; unless that is OK, the pool
   // and every slot state must be exactly as before.
-  void ExpectRestoreFailsUntouched(absl::StatusCode code, const std::string& what) {
+  void ExpectRestoreFailsUntouched(absl::StatusCode code, const std::string& what,
+                                   const std::string& key = "seq") {
     const std::vector<uint8_t> pool = PoolBytes(*cache_);
     const std::vector<SlotState> states = AllStates(*cache_);
-    absl::Status st = Restore(*cache_, slots_[1], "seq");
+    absl::Status st = Restore(*cache_, slots_[1], key);
     EXPECT_EQ(st.code(), code) << what << ": " << st;
     if (code == absl::StatusCode::kOk) return;  // a success may of course change the slot
     EXPECT_TRUE(PoolBytes(*cache_) == pool) << what << ": the pool changed";
@@ -285,8 +286,10 @@ TEST_F(SlotStoreTest, TruncatedExtendedShortAndEmptyReads) {
 
 TEST_F(SlotStoreTest, OtherVersionOrLayoutIsFailedPrecondition) {
   ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
-  faults_->set_version = 2;
-  ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 2");
+  faults_->set_version = 1;  // before the key hash (its bytes are read as reserved)
+  ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 1");
+  faults_->set_version = 3;
+  ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 3");
   faults_->set_version = 0;
   ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 0");
   faults_->set_version = -1;
@@ -307,6 +310,43 @@ TEST_F(SlotStoreTest, OtherVersionOrLayoutIsFailedPrecondition) {
   const ConstByteSpan put[1] = {ConstByteSpan(blob.data(), blob.size())};
   ASSERT_TRUE((*cache_->store())->Put("seq", put).ok());  // under this cache's prefix
   ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "smaller layout's blob");
+}
+
+// Slot A saved under "a", slot B under "b"; then the stored values are
+// swapped, as a copy or rename in the store would. Each restore finds a sound
+// blob of the right layout that was saved under the other key: DATA_LOSS
+// naming the key, and nothing changes. Put back, both restore again.
+TEST_F(SlotStoreTest, AnotherKeysBlobUnderThisKeyIsDataLossUntouched) {
+  BlobStore& store = **cache_->store();
+  ASSERT_TRUE(Save(*cache_, slots_[0], "a").ok());
+  ASSERT_TRUE(Save(*cache_, slots_[2], "b").ok());
+  const size_t blob_bytes = kBlobHeaderBytes + cache_->layout().stored_bytes();
+  std::vector<uint8_t> blob_a(blob_bytes), blob_b(blob_bytes);
+  const ByteSpan get_a[1] = {ByteSpan(blob_a.data(), blob_a.size())};
+  const ByteSpan get_b[1] = {ByteSpan(blob_b.data(), blob_b.size())};
+  ASSERT_EQ(*store.Get("a", get_a), blob_bytes);
+  ASSERT_EQ(*store.Get("b", get_b), blob_bytes);
+  ASSERT_NE(blob_a, blob_b);
+  const ConstByteSpan put_a[1] = {ConstByteSpan(blob_a.data(), blob_a.size())};
+  const ConstByteSpan put_b[1] = {ConstByteSpan(blob_b.data(), blob_b.size())};
+  ASSERT_TRUE(store.Put("a", put_b).ok());
+  ASSERT_TRUE(store.Put("b", put_a).ok());
+  ExpectRestoreFailsUntouched(absl::StatusCode::kDataLoss, "b's blob under a", "a");
+  ExpectRestoreFailsUntouched(absl::StatusCode::kDataLoss, "a's blob under b", "b");
+  const absl::Status st = Restore(*cache_, slots_[1], "a");
+  EXPECT_NE(st.message().find("another key"), std::string_view::npos) << st;
+  EXPECT_NE(st.message().find(store.FullKey("a")), std::string_view::npos) << st;
+  // Each blob back under its own key restores.
+  ASSERT_TRUE(store.Put("a", put_a).ok());
+  ASSERT_TRUE(store.Put("b", put_b).ok());
+  ASSERT_TRUE(Restore(*cache_, slots_[1], "a").ok());
+  EXPECT_TRUE(std::equal(cache_->slot_base(slots_[0]),
+                         cache_->slot_base(slots_[0]) + cache_->layout().stored_bytes(),
+                         cache_->slot_base(slots_[1])));
+  ASSERT_TRUE(Restore(*cache_, slots_[3], "b").ok());
+  EXPECT_TRUE(std::equal(cache_->slot_base(slots_[2]),
+                         cache_->slot_base(slots_[2]) + cache_->layout().stored_bytes(),
+                         cache_->slot_base(slots_[3])));
 }
 
 TEST_F(SlotStoreTest, SlowStoreStillWorks) {

@@ -78,7 +78,7 @@ inline void WriteLe(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-// Recomputes a v1 blob's checksum field with the reference CRC, so that a
+// Recomputes a blob's checksum field with the reference CRC, so that a
 // test can forge a *valid* blob from another layout or writer.
 inline void ResealBlob(std::vector<uint8_t>& blob) {
   uint32_t crc = ReferenceCrc32c(blob.data(), 60);

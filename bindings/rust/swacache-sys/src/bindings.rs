@@ -3067,9 +3067,9 @@ extern "C" {
 }
 extern "C" {
     #[doc = " \\brief Restore a slot from the blob saved under `key`. The blob is read into"]
-    #[doc = "  a staging buffer and verified in full (magic, version, fingerprint, sizes,"]
-    #[doc = "  checksum) before the slot's stored region, written_end and valid_start are"]
-    #[doc = "  overwritten. Dropped layers and compression state are left as they are."]
+    #[doc = "  a staging buffer and verified in full (magic, version, fingerprint, key,"]
+    #[doc = "  sizes, checksum) before the slot's stored region, written_end and valid_start"]
+    #[doc = "  are overwritten. Dropped layers and compression state are left as they are."]
     #[doc = "  \\see \\ref md_docs_store \"docs/store.md\"."]
     #[doc = "  \\param[in] cache The cache."]
     #[doc = "  \\param[in] slot An allocated slot."]
@@ -3077,7 +3077,8 @@ extern "C" {
     #[doc = "  \\param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES."]
     #[doc = "  \\retval SWA_OK on success."]
     #[doc = "  \\retval SWA_NOT_FOUND when no blob is stored under the key."]
-    #[doc = "  \\retval SWA_DATA_LOSS for a corrupt or truncated blob."]
+    #[doc = "  \\retval SWA_DATA_LOSS for a corrupt or truncated blob, or a blob saved under"]
+    #[doc = "  another key (copied or renamed to this one)."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION for a blob of another layout or format"]
     #[doc = "  version, when no store is attached, the slot is not allocated or is being"]
     #[doc = "  saved/restored, or the slot was freed (and perhaps allocated again) while the"]
