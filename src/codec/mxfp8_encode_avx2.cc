@@ -30,6 +30,21 @@
 namespace swa::codec {
 namespace {
 
+// Lane j of the result = op over the lanes of m[j].
+template <typename Op>
+SWA_AVX2_INLINE __m256i TransposeReduce8(const __m256i m[8], Op op) {
+  __m256i p[4], q[2];
+  #pragma GCC unroll 8
+  for (int i = 0; i < 4; ++i)
+    p[i] = op(_mm256_unpacklo_epi32(m[2 * i], m[2 * i + 1]),
+              _mm256_unpackhi_epi32(m[2 * i], m[2 * i + 1]));
+  #pragma GCC unroll 8
+  for (int i = 0; i < 2; ++i)
+    q[i] = op(_mm256_unpacklo_epi64(p[2 * i], p[2 * i + 1]),
+              _mm256_unpackhi_epi64(p[2 * i], p[2 * i + 1]));
+  return op(_mm256_permute2x128_si256(q[0], q[1], 0x20), _mm256_permute2x128_si256(q[0], q[1], 0x31));
+}
+
 // A source gives, per block of 32 elements: Load (FP32 bits, 8 per vector,
 // for the F16C path), Bits (for the scalar reference), Stats (the block's
 // largest magnitude and smallest magnitude - 1, unsigned, as FP32 bits per
@@ -67,6 +82,21 @@ struct F32Source {
     h[1] = _mm256_packus_epi32(top[2], top[3]);  // 16-19, 24-27 | 20-23, 28-31
   }
   static SWA_AVX2_INLINE __m256i Order() { return _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); }
+  // Lane j: block g + j's largest magnitude and smallest magnitude - 1.
+  SWA_AVX2_INLINE void GroupStats(uint32_t g, uint32_t count, __m256i* amax, __m256i* min_less1) const {
+    __m256i m[8], n[8];
+#pragma GCC unroll 8
+    for (uint32_t j = 0; j < 8; ++j) {
+      if (j < count) {
+        Stats(g + j, &m[j], &n[j]);
+      } else {
+        m[j] = _mm256_setzero_si256();
+        n[j] = _mm256_set1_epi32(-1);
+      }
+    }
+    *amax = TransposeReduce8(m, [](__m256i a, __m256i b) { return _mm256_max_epu32(a, b); });
+    *min_less1 = TransposeReduce8(n, [](__m256i a, __m256i b) { return _mm256_min_epu32(a, b); });
+  }
 };
 
 struct Bf16Source {
@@ -81,18 +111,32 @@ struct Bf16Source {
   SWA_AVX2_INLINE __m256i Load16(uint32_t block, int half) const {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + block * 32 + 16 * half));
   }
-  // Reduced in 16-bit lanes, then widened to the FP32 bit patterns (x << 16;
-  // for magnitude - 1: ((x - 1) << 16) | 0xFFFF) in the high half of each
-  // 32-bit lane.
-  SWA_AVX2_INLINE void Stats(uint32_t block, __m256i* amax, __m256i* min_less1) const {
-    const __m256i abs = _mm256_set1_epi16(0x7FFF), one = _mm256_set1_epi16(1);
+  // Both reductions are unsigned 16-bit maxima: of the magnitudes, and of
+  // their negations mod 2^16 (largest for the smallest non-zero magnitude, 0
+  // when all are zero). Per block, 32-bit lane i holds the maximum magnitude
+  // of elements 2i, 2i+1, 16+2i, 17+2i in its high half and the maximum
+  // negation in its low half, so one transpose reduces both.
+  SWA_AVX2_INLINE __m256i Stats(uint32_t block) const {
+    const __m256i abs = _mm256_set1_epi16(0x7FFF), zero = _mm256_setzero_si256();
     const __m256i m0 = _mm256_and_si256(Load16(block, 0), abs);
     const __m256i m1 = _mm256_and_si256(Load16(block, 1), abs);
     const __m256i hi = _mm256_max_epu16(m0, m1);
-    const __m256i lo = _mm256_min_epu16(_mm256_sub_epi16(m0, one), _mm256_sub_epi16(m1, one));
-    *amax = _mm256_and_si256(_mm256_max_epu16(hi, _mm256_slli_epi32(hi, 16)),
-                             _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
-    *min_less1 = _mm256_or_si256(_mm256_min_epu16(lo, _mm256_slli_epi32(lo, 16)),
+    const __m256i lo = _mm256_max_epu16(_mm256_sub_epi16(zero, m0), _mm256_sub_epi16(zero, m1));
+    const __m256i swap = _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+                                          2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    return _mm256_max_epu16(_mm256_blend_epi16(lo, hi, 0xAA),
+                            _mm256_shuffle_epi8(_mm256_blend_epi16(hi, lo, 0xAA), swap));
+  }
+  SWA_AVX2_INLINE void GroupStats(uint32_t g, uint32_t count, __m256i* amax, __m256i* min_less1) const {
+    __m256i m[8];
+#pragma GCC unroll 8
+    for (uint32_t j = 0; j < 8; ++j) m[j] = j < count ? Stats(g + j) : _mm256_setzero_si256();
+    const __m256i r = TransposeReduce8(m, [](__m256i a, __m256i b) { return _mm256_max_epu16(a, b); });
+    *amax = _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
+    // Smallest magnitude - 1 = 0xFFFF - negation (0xFFFF when all are zero),
+    // as FP32 bits: that << 16 | 0xFFFF.
+    const __m256i neg = _mm256_and_si256(r, _mm256_set1_epi32(0xFFFF));
+    *min_less1 = _mm256_or_si256(_mm256_slli_epi32(_mm256_xor_si256(neg, _mm256_set1_epi32(0xFFFF)), 16),
                                  _mm256_set1_epi32(0xFFFF));
   }
   SWA_AVX2_INLINE void Rounded(uint32_t block, __m256i h[2]) const {
@@ -105,21 +149,6 @@ struct Bf16Source {
   }
   static SWA_AVX2_INLINE __m256i Order() { return _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7); }
 };
-
-// Lane j of the result = op over the lanes of m[j].
-template <typename Op>
-SWA_AVX2_INLINE __m256i TransposeReduce8(const __m256i m[8], Op op) {
-  __m256i p[4], q[2];
-  #pragma GCC unroll 8
-  for (int i = 0; i < 4; ++i)
-    p[i] = op(_mm256_unpacklo_epi32(m[2 * i], m[2 * i + 1]),
-              _mm256_unpackhi_epi32(m[2 * i], m[2 * i + 1]));
-  #pragma GCC unroll 8
-  for (int i = 0; i < 2; ++i)
-    q[i] = op(_mm256_unpacklo_epi64(p[2 * i], p[2 * i + 1]),
-              _mm256_unpackhi_epi64(p[2 * i], p[2 * i + 1]));
-  return op(_mm256_permute2x128_si256(q[0], q[1], 0x20), _mm256_permute2x128_si256(q[0], q[1], 0x31));
-}
 
 // Scale bytes (docs/semantics.md, "MXFP8") for 8 amax values; non-finite -> 0xFF.
 template <bool kCeil>
@@ -195,13 +224,20 @@ SWA_AVX2_INLINE void EncodeBlockInteger(const Src& src, uint32_t block, __m256i 
                       _mm256_permutevar8x32_epi32(_mm256_or_si256(mag, sign), Src::Order()));
 }
 
-// The scalar reference for one block (NaN/Inf, huge scales): out of line.
-template <typename Src>
-__attribute__((noinline)) uint32_t EncodeBlockRare(const Src& src, uint32_t block, bool ceil,
-                                                   uint8_t* codes, uint8_t* scale) {
-  uint32_t bits[32];
-  src.Bits(block, bits);
-  return EncodeBlockScalar(bits, ceil, codes, scale);
+// Blocks off the integer path, out of line so that the integer loop keeps
+// its constants in registers: the scalar reference for NaN/Inf and scale
+// bytes of 246 or more, the F16C path for the rest.
+template <bool kCeil, typename Src>
+__attribute__((noinline)) uint32_t EncodeBlockOther(const Src& src, uint32_t block, uint8_t* codes,
+                                                    uint8_t* scale) {
+  if (*scale > 245) {
+    uint32_t bits[32];
+    src.Bits(block, bits);
+    return EncodeBlockScalar(bits, kCeil, codes, scale);
+  }
+  const __m256 factor = _mm256_castsi256_ps(_mm256_set1_epi32((246 - *scale) << 23));
+  EncodeBlockF16c<kCeil>(src, block, factor, codes);
+  return 0;
 }
 
 template <bool kCeil, typename Src>
@@ -211,22 +247,9 @@ SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
   alignas(32) uint32_t bias[8];
   for (uint32_t g = 0; g < blocks; g += 8) {
     const uint32_t count = blocks - g < 8 ? blocks - g : 8;
-    __m256i m[8], n[8];
-#pragma GCC unroll 8
-    for (uint32_t j = 0; j < 8; ++j) {
-      if (j < count) {
-        src.Stats(g + j, &m[j], &n[j]);
-      } else {
-        m[j] = _mm256_setzero_si256();
-        n[j] = _mm256_set1_epi32(-1);
-      }
-    }
-    const __m256i amax = TransposeReduce8(m, [](__m256i a, __m256i b) { return _mm256_max_epu32(a, b); });
-    const __m256i min_less1 =
-        TransposeReduce8(n, [](__m256i a, __m256i b) { return _mm256_min_epu32(a, b); });
+    __m256i amax, min_less1;
+    src.GroupStats(g, count, &amax, &min_less1);
     const __m256i scale = ScaleBytes<kCeil>(amax);
-    const int rare = _mm256_movemask_ps(
-        _mm256_castsi256_ps(_mm256_cmpgt_epi32(scale, _mm256_set1_epi32(245))));
     // Integer path: scale in [7, 245] and no magnitude in (0, 2^(scale - 133)),
     // i.e. min(magnitude - 1) >= ((scale - 6) << 23) - 1, unsigned.
     const __m256i lowest = _mm256_sub_epi32(
@@ -238,7 +261,6 @@ SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
     const int integer = _mm256_movemask_ps(_mm256_castsi256_ps(fits));
     const __m256i b = _mm256_slli_epi32(_mm256_sub_epi32(scale, _mm256_set1_epi32(7)), 3);
     _mm256_store_si256(reinterpret_cast<__m256i*>(bias), _mm256_or_si256(b, _mm256_slli_epi32(b, 16)));
-    const __m256i factors = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(246), scale), 23);
     // Scale bytes: lanes 0-3 and 4-7 packed to bytes 0-3 of each 128-bit half.
     const __m256i packed = _mm256_packus_epi16(_mm256_packus_epi32(scale, scale), scale);
     const uint64_t scale_bytes =
@@ -249,17 +271,15 @@ SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
       std::memcpy(dst + dim + g, &scale_bytes, 8);
     else
       std::memcpy(dst + dim + g, &scale_bytes, count);
-    for (uint32_t j = 0; j < count; ++j) {
-      uint8_t* codes = dst + (g + j) * 32;
-      if (__builtin_expect((integer >> j) & 1, 1)) {
-        EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])), codes);
-      } else if ((rare >> j) & 1) {
-        bad += EncodeBlockRare(src, g + j, kCeil, codes, dst + dim + g + j);
-      } else {
-        const __m256 factor = _mm256_castsi256_ps(
-            _mm256_permutevar8x32_epi32(factors, _mm256_set1_epi32(static_cast<int>(j))));
-        EncodeBlockF16c<kCeil>(src, g + j, factor, codes);
-      }
+    const unsigned in_group = (1u << count) - 1;
+    for (unsigned todo = integer & in_group; todo != 0; todo &= todo - 1) {
+      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
+      EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
+                                dst + (g + j) * 32);
+    }
+    for (unsigned todo = ~integer & in_group; todo != 0; todo &= todo - 1) {
+      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
+      bad += EncodeBlockOther<kCeil>(src, g + j, dst + (g + j) * 32, dst + dim + g + j);
     }
   }
   return bad;
