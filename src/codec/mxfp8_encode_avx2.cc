@@ -272,6 +272,13 @@ SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
     else
       std::memcpy(dst + dim + g, &scale_bytes, count);
     const unsigned in_group = (1u << count) - 1;
+    if (integer == 0xFF && count == 8) {  // the common case, unrolled
+#pragma GCC unroll 8
+      for (uint32_t j = 0; j < 8; ++j)
+        EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
+                                  dst + (g + j) * 32);
+      continue;
+    }
     for (unsigned todo = integer & in_group; todo != 0; todo &= todo - 1) {
       const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
       EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
