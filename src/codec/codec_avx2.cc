@@ -61,35 +61,112 @@ SWA_AVX2_INLINE void DecodeToF32(__m256i codes, uint8_t scale, __m256 out[4]) {
   out[3] = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1)), factor);
 }
 
-// The block loop of an MXFP8 decode: rare blocks (NaN codes, scales past the
-// fast path's range) through `rare`, every other block through `fast`, which
-// gets the block's four FP32 vectors (elements 0-7, 16-23, 8-15, 24-31).
-template <typename Out, typename Rare, typename Fast>
-SWA_AVX2_INLINE uint32_t DecodeBlocks(const uint8_t* src, uint32_t dim, Out* dst, Rare rare,
-                                      Fast fast) {
+// The integer path: when a block's scale byte is in [7, 246] and every code
+// is normal (exponent field 1-15, not NaN), each value e4m3 * 2^(scale-127) is
+// a normal FP32 with at most 4 significant bits, so its FP32 and BF16
+// patterns are the code's sign, exponent and mantissa moved into the wider
+// fields plus (scale - 7) on the exponent: no rounding, the same bits as the
+// scalar reference's multiply (and round to BF16). Other blocks (zero or
+// subnormal codes, NaN codes, extreme scales) take the F16C path or the
+// scalar reference, one block at a time.
+
+// Lanes set where a code is NaN or has exponent field 0: x = (code + 1) & 0x7F
+// is 0 for a NaN code and 1-8 for exponent field 0.
+SWA_AVX2_INLINE __m256i NotIntegerCodes(__m256i codes) {
+  const __m256i x = _mm256_and_si256(_mm256_add_epi8(codes, _mm256_set1_epi8(1)),
+                                     _mm256_set1_epi8(0x7F));
+  return _mm256_cmpgt_epi8(_mm256_set1_epi8(9), x);
+}
+
+SWA_AVX2_INLINE bool IntegerScale(uint8_t scale) { return static_cast<uint8_t>(scale - 7) <= 239; }
+
+SWA_AVX2_INLINE bool IntegerBlock(__m256i codes, uint8_t scale) {
+  return IntegerScale(scale) && _mm256_movemask_epi8(NotIntegerCodes(codes)) == 0;
+}
+
+// The 16 blocks of codes at `codes` and their scale bytes all take the
+// integer path; then bias[j] = (scale_j - 7) << 7, the exponent bias in BF16
+// position.
+SWA_AVX2_INLINE bool IntegerGroup(const uint8_t* codes, const uint8_t* scales, uint16_t bias[16]) {
+  __m256i bad = _mm256_setzero_si256();
+  for (int j = 0; j < 16; ++j)
+    bad = _mm256_or_si256(bad, NotIntegerCodes(_mm256_loadu_si256(
+                                   reinterpret_cast<const __m256i*>(codes + j * kBlk))));
+  const __m128i s = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)),
+                                 _mm_set1_epi8(7));
+  const __m128i in_range = _mm_cmpeq_epi8(_mm_min_epu8(s, _mm_set1_epi8(static_cast<char>(239))), s);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(bias),
+                      _mm256_slli_epi16(_mm256_cvtepu8_epi16(s), 7));
+  return _mm_movemask_epi8(in_range) == 0xFFFF && _mm256_testz_si256(bad, bad);
+}
+
+// Row loop shared by both outputs: groups of 16 integer-path blocks through
+// `fast` (codes, bias, out) without per-block checks; other blocks one at a
+// time, through `fast` or `slow` (codes, scale, out).
+template <typename Out, typename Fast, typename Slow>
+SWA_AVX2_INLINE uint32_t DecodeRow(const uint8_t* src, uint32_t dim, Out* dst, Fast fast,
+                                   Slow slow) {
+  const uint32_t blocks = dim / kBlk;
   uint32_t bad = 0;
-  for (uint32_t b = 0; b < dim / kBlk; ++b) {
+  uint32_t b = 0;
+  alignas(32) uint16_t bias[16];
+  for (; b + 16 <= blocks; b += 16) {
+    if (!IntegerGroup(src + b * kBlk, src + dim + b, bias)) break;
+    for (uint32_t j = 0; j < 16; ++j) fast(src + (b + j) * kBlk, bias[j], dst + (b + j) * kBlk);
+  }
+  for (; b < blocks; ++b) {
     const uint8_t scale = src[dim + b];
-    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk));
-    Out* out = dst + b * kBlk;
-    if (RareBlock(codes, scale)) {
-      bad += rare(src + b * kBlk, scale, out);
-      continue;
-    }
-    __m256 v[4];
-    DecodeToF32(codes, scale, v);  // finite: no NaN handling needed
-    fast(v, out);
+    const uint8_t* in = src + b * kBlk;
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+    if (__builtin_expect(IntegerBlock(codes, scale), 1))
+      fast(in, static_cast<uint16_t>((scale - 7) << 7), dst + b * kBlk);
+    else
+      bad += slow(in, scale, dst + b * kBlk);
   }
   return bad;
 }
 
+// BF16 patterns of 16 codes: vpmovsxbw leaves the code's low 7 bits at the
+// bottom of each 16-bit lane and its sign above; shifted left by 4 and masked
+// that is s.0000eeee.mmm0000 (exponent and mantissa in BF16's fields); plus
+// the bias on the exponent.
+SWA_AVX2_INLINE __m256i Bf16FromCodes(const uint8_t* codes, __m256i bias) {
+  const __m256i wide = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+  return _mm256_add_epi16(
+      _mm256_and_si256(_mm256_slli_epi16(wide, 4), _mm256_set1_epi16(static_cast<short>(0x87F0))),
+      bias);
+}
+
+// Blocks off the integer path: F16C, or the scalar reference for NaN codes
+// and huge scales. Out of line so that the row loop keeps its constants in
+// registers.
+__attribute__((noinline)) uint32_t SlowBlockF32(const uint8_t* in, uint8_t scale, float* out) {
+  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+  if (RareBlock(codes, scale)) return DecodeBlockScalarF32(in, scale, out);
+  __m256 v[4];
+  DecodeToF32(codes, scale, v);
+  _mm256_storeu_ps(out + 0, v[0]);
+  _mm256_storeu_ps(out + 16, v[1]);
+  _mm256_storeu_ps(out + 8, v[2]);
+  _mm256_storeu_ps(out + 24, v[3]);
+  return 0;
+}
+
 uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
-  return DecodeBlocks(src, dim, dst, DecodeBlockScalarF32, [](const __m256 v[4], float* out) {
-    _mm256_storeu_ps(out + 0, v[0]);
-    _mm256_storeu_ps(out + 16, v[1]);
-    _mm256_storeu_ps(out + 8, v[2]);
-    _mm256_storeu_ps(out + 24, v[3]);
-  });
+  return DecodeRow(src, dim, dst, [](const uint8_t* in, uint16_t bias, float* out) {
+    // FP32 pattern = BF16 pattern << 16 (the values have 4 significant bits).
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i b = _mm256_set1_epi16(static_cast<short>(bias));
+    const __m256i lo = Bf16FromCodes(in, b);       // elements 0-15
+    const __m256i hi = Bf16FromCodes(in + 16, b);  // elements 16-31
+    // The in-lane unpacks give 0-3 | 8-11 and 4-7 | 12-15: put the halves back.
+    const __m256i a0 = _mm256_unpacklo_epi16(zero, lo), a1 = _mm256_unpackhi_epi16(zero, lo);
+    const __m256i c0 = _mm256_unpacklo_epi16(zero, hi), c1 = _mm256_unpackhi_epi16(zero, hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 0), _mm256_permute2x128_si256(a0, a1, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), _mm256_permute2x128_si256(a0, a1, 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), _mm256_permute2x128_si256(c0, c1, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 24), _mm256_permute2x128_si256(c0, c1, 0x31));
+  }, SlowBlockF32);
 }
 
 // FP32 bits -> BF16 bits (round to nearest even) for finite or Inf lanes.
@@ -112,15 +189,26 @@ SWA_AVX2_INLINE __m256i Pack16(__m256i a, __m256i b) {
   return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
 }
 
+__attribute__((noinline)) uint32_t SlowBlockBf16(const uint8_t* in, uint8_t scale, uint16_t* out) {
+  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+  if (RareBlock(codes, scale)) return DecodeBlockScalarBf16(in, scale, out);
+  __m256 v[4];
+  DecodeToF32(codes, scale, v);  // finite: no NaN handling needed
+  const __m256i e0_7 = RoundToBf16(_mm256_castps_si256(v[0]));
+  const __m256i e16_23 = RoundToBf16(_mm256_castps_si256(v[1]));
+  const __m256i e8_15 = RoundToBf16(_mm256_castps_si256(v[2]));
+  const __m256i e24_31 = RoundToBf16(_mm256_castps_si256(v[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Pack16(e0_7, e8_15));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), Pack16(e16_23, e24_31));
+  return 0;
+}
+
 uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
-  return DecodeBlocks(src, dim, dst, DecodeBlockScalarBf16, [](const __m256 v[4], uint16_t* out) {
-    const __m256i e0_7 = RoundToBf16(_mm256_castps_si256(v[0]));
-    const __m256i e16_23 = RoundToBf16(_mm256_castps_si256(v[1]));
-    const __m256i e8_15 = RoundToBf16(_mm256_castps_si256(v[2]));
-    const __m256i e24_31 = RoundToBf16(_mm256_castps_si256(v[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Pack16(e0_7, e8_15));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), Pack16(e16_23, e24_31));
-  });
+  return DecodeRow(src, dim, dst, [](const uint8_t* in, uint16_t bias, uint16_t* out) {
+    const __m256i b = _mm256_set1_epi16(static_cast<short>(bias));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Bf16FromCodes(in, b));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), Bf16FromCodes(in + 16, b));
+  }, SlowBlockBf16);
 }
 
 // ---- Plain formats ---------------------------------------------------------

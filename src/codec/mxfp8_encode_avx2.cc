@@ -1,15 +1,24 @@
 // AVX2 + F16C MXFP8 encoder, bit-identical to the scalar reference.
 //
-// Per group of up to 8 blocks: pass 1 takes each block's largest magnitude
-// (as integers: FP32 magnitude order == bit order), reduces the 8 blocks into
-// one vector and selects the 8 scale bytes at once. Pass 2 scales each block
-// by 2^(119 - scale), i.e. onto the E4M3 grid times 2^-8, which is FP16's
-// exponent range; rounding to the grid is one add and one subtract of a
-// magic constant (1.5 * 2^(e + 20) has an ulp equal to the grid step at
-// exponent e, and the FPU rounds to nearest even); the rounded value is then
-// an exact FP16, and its bits, shifted, are the E4M3 code.
-// Blocks with NaN/Inf or a scale of 246 or more (2^(119 - scale) would be a
-// subnormal factor) go to the scalar reference.
+// Per group of up to 8 blocks, pass 1 takes each block's largest magnitude
+// and smallest non-zero magnitude (as integers: FP32 magnitude order == bit
+// order), reduces the 8 blocks into one vector each and selects the 8 scale
+// bytes at once. Pass 2 encodes each block on one of three paths:
+//  - integer (almost every block): when the scale byte is in [7, 245] and no
+//    non-zero element falls in E4M3's subnormal range, every element's code
+//    is its FP32 (or BF16) pattern rounded to 3 mantissa bits (one add of
+//    0x7FFFF plus the kept lowest bit: round to nearest even, the carry moving
+//    into the exponent), shifted, minus (scale - 7) on the exponent,
+//    saturated to [0, 0x7E]; the sign is copied. All of it in 16-bit lanes,
+//    16 elements per instruction.
+//  - F16C (blocks with E4M3 subnormals or small scales): each block is scaled
+//    by 2^(119 - scale), i.e. onto the E4M3 grid times 2^-8, which is FP16's
+//    exponent range; rounding to the grid is one add and one subtract of a
+//    magic constant (1.5 * 2^(e + 20) has an ulp equal to the grid step at
+//    exponent e, and the FPU rounds to nearest even); the rounded value is
+//    then an exact FP16, and its bits, shifted, are the E4M3 code.
+//  - the scalar reference for NaN/Inf or a scale of 246 or more (2^(119 -
+//    scale) would be a subnormal factor).
 #include "codec/avx2_internal.h"
 #include "codec/codec.h"
 
@@ -21,6 +30,28 @@
 namespace swa::codec {
 namespace {
 
+// Lane j of the result = op over the lanes of m[j].
+template <typename Op>
+SWA_AVX2_INLINE __m256i TransposeReduce8(const __m256i m[8], Op op) {
+  __m256i p[4], q[2];
+  #pragma GCC unroll 8
+  for (int i = 0; i < 4; ++i)
+    p[i] = op(_mm256_unpacklo_epi32(m[2 * i], m[2 * i + 1]),
+              _mm256_unpackhi_epi32(m[2 * i], m[2 * i + 1]));
+  #pragma GCC unroll 8
+  for (int i = 0; i < 2; ++i)
+    q[i] = op(_mm256_unpacklo_epi64(p[2 * i], p[2 * i + 1]),
+              _mm256_unpackhi_epi64(p[2 * i], p[2 * i + 1]));
+  return op(_mm256_permute2x128_si256(q[0], q[1], 0x20), _mm256_permute2x128_si256(q[0], q[1], 0x31));
+}
+
+// A source gives, per block of 32 elements: Load (FP32 bits, 8 per vector,
+// for the F16C path), Bits (for the scalar reference), Stats (the block's
+// largest magnitude and smallest magnitude - 1, unsigned, as FP32 bits per
+// lane, to be reduced across lanes) and Rounded (the elements' FP32 patterns
+// rounded to nearest even at mantissa bit 20 and cut to their top 16 bits,
+// two vectors of 16; kOrder puts the bytes packed from them back in element
+// order).
 struct F32Source {
   const float* p;
   SWA_AVX2_INLINE __m256i Load(uint32_t block, int v) const {
@@ -28,6 +59,43 @@ struct F32Source {
   }
   SWA_AVX2_INLINE void Bits(uint32_t block, uint32_t* out) const {
     std::memcpy(out, p + block * 32, 32 * sizeof(float));
+  }
+  SWA_AVX2_INLINE void Stats(uint32_t block, __m256i* amax, __m256i* min_less1) const {
+    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF), one = _mm256_set1_epi32(1);
+    __m256i mag[4];
+    #pragma GCC unroll 8
+    for (int v = 0; v < 4; ++v) mag[v] = _mm256_and_si256(Load(block, v), abs);
+    *amax = _mm256_max_epu32(_mm256_max_epu32(mag[0], mag[1]), _mm256_max_epu32(mag[2], mag[3]));
+    *min_less1 = _mm256_min_epu32(
+        _mm256_min_epu32(_mm256_sub_epi32(mag[0], one), _mm256_sub_epi32(mag[1], one)),
+        _mm256_min_epu32(_mm256_sub_epi32(mag[2], one), _mm256_sub_epi32(mag[3], one)));
+  }
+  SWA_AVX2_INLINE void Rounded(uint32_t block, __m256i h[2]) const {
+    __m256i top[4];
+    #pragma GCC unroll 8
+    for (int v = 0; v < 4; ++v) {
+      const __m256i x = Load(block, v);
+      const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 20), _mm256_set1_epi32(1));
+      top[v] = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFFF)), odd), 16);
+    }
+    h[0] = _mm256_packus_epi32(top[0], top[1]);  // elements 0-3, 8-11 | 4-7, 12-15
+    h[1] = _mm256_packus_epi32(top[2], top[3]);  // 16-19, 24-27 | 20-23, 28-31
+  }
+  static SWA_AVX2_INLINE __m256i Order() { return _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); }
+  // Lane j: block g + j's largest magnitude and smallest magnitude - 1.
+  SWA_AVX2_INLINE void GroupStats(uint32_t g, uint32_t count, __m256i* amax, __m256i* min_less1) const {
+    __m256i m[8], n[8];
+#pragma GCC unroll 8
+    for (uint32_t j = 0; j < 8; ++j) {
+      if (j < count) {
+        Stats(g + j, &m[j], &n[j]);
+      } else {
+        m[j] = _mm256_setzero_si256();
+        n[j] = _mm256_set1_epi32(-1);
+      }
+    }
+    *amax = TransposeReduce8(m, [](__m256i a, __m256i b) { return _mm256_max_epu32(a, b); });
+    *min_less1 = TransposeReduce8(n, [](__m256i a, __m256i b) { return _mm256_min_epu32(a, b); });
   }
 };
 
@@ -40,31 +108,47 @@ struct Bf16Source {
   SWA_AVX2_INLINE void Bits(uint32_t block, uint32_t* out) const {
     for (int i = 0; i < 32; ++i) out[i] = static_cast<uint32_t>(p[block * 32 + i]) << 16;
   }
+  SWA_AVX2_INLINE __m256i Load16(uint32_t block, int half) const {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + block * 32 + 16 * half));
+  }
+  // Both reductions are unsigned 16-bit maxima: of the magnitudes, and of
+  // their negations mod 2^16 (largest for the smallest non-zero magnitude, 0
+  // when all are zero). Per block, 32-bit lane i holds the maximum magnitude
+  // of elements 2i, 2i+1, 16+2i, 17+2i in its high half and the maximum
+  // negation in its low half, so one transpose reduces both.
+  SWA_AVX2_INLINE __m256i Stats(uint32_t block) const {
+    const __m256i abs = _mm256_set1_epi16(0x7FFF), zero = _mm256_setzero_si256();
+    const __m256i m0 = _mm256_and_si256(Load16(block, 0), abs);
+    const __m256i m1 = _mm256_and_si256(Load16(block, 1), abs);
+    const __m256i hi = _mm256_max_epu16(m0, m1);
+    const __m256i lo = _mm256_max_epu16(_mm256_sub_epi16(zero, m0), _mm256_sub_epi16(zero, m1));
+    const __m256i swap = _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+                                          2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    return _mm256_max_epu16(_mm256_blend_epi16(lo, hi, 0xAA),
+                            _mm256_shuffle_epi8(_mm256_blend_epi16(hi, lo, 0xAA), swap));
+  }
+  SWA_AVX2_INLINE void GroupStats(uint32_t g, uint32_t count, __m256i* amax, __m256i* min_less1) const {
+    __m256i m[8];
+#pragma GCC unroll 8
+    for (uint32_t j = 0; j < 8; ++j) m[j] = j < count ? Stats(g + j) : _mm256_setzero_si256();
+    const __m256i r = TransposeReduce8(m, [](__m256i a, __m256i b) { return _mm256_max_epu16(a, b); });
+    *amax = _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
+    // Smallest magnitude - 1 = 0xFFFF - negation (0xFFFF when all are zero),
+    // as FP32 bits: that << 16 | 0xFFFF.
+    const __m256i neg = _mm256_and_si256(r, _mm256_set1_epi32(0xFFFF));
+    *min_less1 = _mm256_or_si256(_mm256_slli_epi32(_mm256_xor_si256(neg, _mm256_set1_epi32(0xFFFF)), 16),
+                                 _mm256_set1_epi32(0xFFFF));
+  }
+  SWA_AVX2_INLINE void Rounded(uint32_t block, __m256i h[2]) const {
+    #pragma GCC unroll 8
+    for (int half = 0; half < 2; ++half) {
+      const __m256i x = Load16(block, half);
+      const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(x, 4), _mm256_set1_epi16(1));
+      h[half] = _mm256_add_epi16(_mm256_add_epi16(x, _mm256_set1_epi16(7)), odd);
+    }
+  }
+  static SWA_AVX2_INLINE __m256i Order() { return _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7); }
 };
-
-// Largest magnitude bits of one block, per lane (8 lanes to reduce later).
-template <typename Src>
-SWA_AVX2_INLINE __m256i BlockAbsMax(const Src& src, uint32_t block) {
-  const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
-  const __m256i a = _mm256_max_epu32(_mm256_and_si256(src.Load(block, 0), abs),
-                                     _mm256_and_si256(src.Load(block, 1), abs));
-  const __m256i b = _mm256_max_epu32(_mm256_and_si256(src.Load(block, 2), abs),
-                                     _mm256_and_si256(src.Load(block, 3), abs));
-  return _mm256_max_epu32(a, b);
-}
-
-// Lane j of the result = max over the lanes of m[j].
-SWA_AVX2_INLINE __m256i TransposeMax8(const __m256i m[8]) {
-  __m256i p[4], q[2];
-  for (int i = 0; i < 4; ++i)
-    p[i] = _mm256_max_epu32(_mm256_unpacklo_epi32(m[2 * i], m[2 * i + 1]),
-                            _mm256_unpackhi_epi32(m[2 * i], m[2 * i + 1]));
-  for (int i = 0; i < 2; ++i)
-    q[i] = _mm256_max_epu32(_mm256_unpacklo_epi64(p[2 * i], p[2 * i + 1]),
-                            _mm256_unpackhi_epi64(p[2 * i], p[2 * i + 1]));
-  return _mm256_max_epu32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
-                          _mm256_permute2x128_si256(q[0], q[1], 0x31));
-}
 
 // Scale bytes (docs/semantics.md, "MXFP8") for 8 amax values; non-finite -> 0xFF.
 template <bool kCeil>
@@ -79,6 +163,8 @@ SWA_AVX2_INLINE __m256i ScaleBytes(__m256i amax) {
   const __m256i nonfinite = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
   return _mm256_or_si256(byte, _mm256_and_si256(nonfinite, _mm256_set1_epi32(0xFF)));
 }
+
+// ---- F16C path ----
 
 // y = element * 2^(119 - scale). Returns the FP16 patterns of y rounded to
 // the scaled E4M3 grid (exact in FP16), sign kept for zeros.
@@ -102,8 +188,9 @@ SWA_AVX2_INLINE __m256i HalfToCode(__m256i h) {
 }
 
 template <bool kCeil, typename Src>
-SWA_AVX2_INLINE void EncodeBlockFast(const Src& src, uint32_t block, __m256 factor, uint8_t* codes) {
+SWA_AVX2_INLINE void EncodeBlockF16c(const Src& src, uint32_t block, __m256 factor, uint8_t* codes) {
   __m128i h[4];
+  #pragma GCC unroll 8
   for (int v = 0; v < 4; ++v)
     h[v] = RoundToGrid<kCeil>(_mm256_mul_ps(_mm256_castsi256_ps(src.Load(block, v)), factor));
   const __m256i lo = HalfToCode(_mm256_set_m128i(h[1], h[0]));
@@ -112,37 +199,94 @@ SWA_AVX2_INLINE void EncodeBlockFast(const Src& src, uint32_t block, __m256 fact
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes), bytes);
 }
 
+// ---- Integer path ----
+
+// Code magnitudes (0-0x7E) of 16 rounded patterns: exponent and 3 mantissa
+// bits, minus `bias` = (scale - 7) << 3, saturated at 0 (zeros; nothing else
+// on this path goes below the E4M3 normal range) and, in floor mode, at 0x7E.
+template <bool kCeil>
+SWA_AVX2_INLINE __m256i MagnitudeCodes(__m256i rounded, __m256i bias) {
+  const __m256i exp_man = _mm256_and_si256(_mm256_srli_epi16(rounded, 4), _mm256_set1_epi16(0x7FF));
+  const __m256i code = _mm256_subs_epu16(exp_man, bias);
+  return kCeil ? code : _mm256_min_epu16(code, _mm256_set1_epi16(0x7E));
+}
+
+template <bool kCeil, typename Src>
+SWA_AVX2_INLINE void EncodeBlockInteger(const Src& src, uint32_t block, __m256i bias, uint8_t* codes) {
+  __m256i h[2];
+  src.Rounded(block, h);
+  const __m256i mag = _mm256_packus_epi16(MagnitudeCodes<kCeil>(h[0], bias),
+                                          MagnitudeCodes<kCeil>(h[1], bias));
+  // Signed saturation keeps each pattern's sign in bit 7 of its byte.
+  const __m256i sign = _mm256_and_si256(_mm256_packs_epi16(h[0], h[1]),
+                                        _mm256_set1_epi8(static_cast<char>(0x80)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes),
+                      _mm256_permutevar8x32_epi32(_mm256_or_si256(mag, sign), Src::Order()));
+}
+
+// Blocks off the integer path, out of line so that the integer loop keeps
+// its constants in registers: the scalar reference for NaN/Inf and scale
+// bytes of 246 or more, the F16C path for the rest.
+template <bool kCeil, typename Src>
+__attribute__((noinline)) uint32_t EncodeBlockOther(const Src& src, uint32_t block, uint8_t* codes,
+                                                    uint8_t* scale) {
+  if (*scale > 245) {
+    uint32_t bits[32];
+    src.Bits(block, bits);
+    return EncodeBlockScalar(bits, kCeil, codes, scale);
+  }
+  const __m256 factor = _mm256_castsi256_ps(_mm256_set1_epi32((246 - *scale) << 23));
+  EncodeBlockF16c<kCeil>(src, block, factor, codes);
+  return 0;
+}
+
 template <bool kCeil, typename Src>
 SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
   const uint32_t blocks = dim / 32;
   uint32_t bad = 0;
+  alignas(32) uint32_t bias[8];
   for (uint32_t g = 0; g < blocks; g += 8) {
     const uint32_t count = blocks - g < 8 ? blocks - g : 8;
-    __m256i m[8];
-    for (uint32_t j = 0; j < 8; ++j)
-      m[j] = j < count ? BlockAbsMax(src, g + j) : _mm256_setzero_si256();
-    const __m256i scale = ScaleBytes<kCeil>(TransposeMax8(m));
-    const int rare = _mm256_movemask_ps(
-        _mm256_castsi256_ps(_mm256_cmpgt_epi32(scale, _mm256_set1_epi32(245))));
-    const __m256i factors = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(246), scale), 23);
+    __m256i amax, min_less1;
+    src.GroupStats(g, count, &amax, &min_less1);
+    const __m256i scale = ScaleBytes<kCeil>(amax);
+    // Integer path: scale in [7, 245] and no magnitude in (0, 2^(scale - 133)),
+    // i.e. min(magnitude - 1) >= ((scale - 6) << 23) - 1, unsigned.
+    const __m256i lowest = _mm256_sub_epi32(
+        _mm256_slli_epi32(_mm256_sub_epi32(scale, _mm256_set1_epi32(6)), 23), _mm256_set1_epi32(1));
+    const __m256i fits = _mm256_and_si256(
+        _mm256_and_si256(_mm256_cmpgt_epi32(scale, _mm256_set1_epi32(6)),
+                         _mm256_cmpgt_epi32(_mm256_set1_epi32(246), scale)),
+        _mm256_cmpeq_epi32(_mm256_max_epu32(min_less1, lowest), min_less1));
+    const int integer = _mm256_movemask_ps(_mm256_castsi256_ps(fits));
+    const __m256i b = _mm256_slli_epi32(_mm256_sub_epi32(scale, _mm256_set1_epi32(7)), 3);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bias), _mm256_or_si256(b, _mm256_slli_epi32(b, 16)));
     // Scale bytes: lanes 0-3 and 4-7 packed to bytes 0-3 of each 128-bit half.
     const __m256i packed = _mm256_packus_epi16(_mm256_packus_epi32(scale, scale), scale);
     const uint64_t scale_bytes =
         static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_castsi256_si128(packed))) |
         static_cast<uint64_t>(static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(packed, 1))))
             << 32;
-    std::memcpy(dst + dim + g, &scale_bytes, count);
-    __m256i index = _mm256_setzero_si256();
-    for (uint32_t j = 0; j < count; ++j, index = _mm256_add_epi32(index, _mm256_set1_epi32(1))) {
-      uint8_t* codes = dst + (g + j) * 32;
-      if ((rare >> j) & 1) {
-        uint32_t bits[32];
-        src.Bits(g + j, bits);
-        bad += EncodeBlockScalar(bits, kCeil, codes, dst + dim + g + j);
-        continue;
-      }
-      const __m256 factor = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(factors, index));
-      EncodeBlockFast<kCeil>(src, g + j, factor, codes);
+    if (count == 8)
+      std::memcpy(dst + dim + g, &scale_bytes, 8);
+    else
+      std::memcpy(dst + dim + g, &scale_bytes, count);
+    const unsigned in_group = (1u << count) - 1;
+    if (integer == 0xFF && count == 8) {  // the common case, unrolled
+#pragma GCC unroll 8
+      for (uint32_t j = 0; j < 8; ++j)
+        EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
+                                  dst + (g + j) * 32);
+      continue;
+    }
+    for (unsigned todo = integer & in_group; todo != 0; todo &= todo - 1) {
+      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
+      EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
+                                dst + (g + j) * 32);
+    }
+    for (unsigned todo = ~integer & in_group; todo != 0; todo &= todo - 1) {
+      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
+      bad += EncodeBlockOther<kCeil>(src, g + j, dst + (g + j) * 32, dst + dim + g + j);
     }
   }
   return bad;

@@ -3,6 +3,7 @@
 // millions of blocks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -255,6 +256,73 @@ TEST_P(SimdKernels, Mxfp8IsBitIdenticalForOtherDims) {
       std::memset(hb.data(), 0x5A, dim * 2);
       ASSERT_EQ(scalar_.mxfp8_decode_bf16(row, dim, ha.data()), simd_->mxfp8_decode_bf16(row, dim, hb.data()));
       ASSERT_EQ(ha, hb) << "dim " << dim << " vector " << v;
+    }
+  }
+}
+
+// The AVX2 integer paths take whole blocks (decode: groups of 16) whose
+// scale byte and values sit in a range; walk every scale byte with values on
+// both sides of each limit: the E4M3 normal threshold 2^(scale - 133), zeros
+// of both signs, the top of the range, and one off-path block in a group.
+TEST_P(SimdKernels, Mxfp8FastPathLimitsAreBitIdentical) {
+  std::mt19937 rng(11);
+  const uint32_t dim = 512;
+  const size_t vb = dim + dim / 32;
+  std::vector<uint8_t> row(vb), a(vb), b(vb);
+  std::vector<float> fa(dim), fb(dim), x(dim);
+  std::vector<uint16_t> ha(dim), hb(dim), h(dim);
+  auto check_decode = [&](const char* what, int scale) {
+    std::memset(fa.data(), kPoison, dim * 4);
+    std::memset(fb.data(), 0x5A, dim * 4);
+    ASSERT_EQ(scalar_.mxfp8_decode_f32(row.data(), dim, fa.data()),
+              simd_->mxfp8_decode_f32(row.data(), dim, fb.data()));
+    ASSERT_EQ(std::memcmp(fa.data(), fb.data(), dim * 4), 0) << what << " scale " << scale;
+    std::memset(ha.data(), kPoison, dim * 2);
+    std::memset(hb.data(), 0x5A, dim * 2);
+    ASSERT_EQ(scalar_.mxfp8_decode_bf16(row.data(), dim, ha.data()),
+              simd_->mxfp8_decode_bf16(row.data(), dim, hb.data()));
+    ASSERT_EQ(ha, hb) << what << " scale " << scale;
+  };
+  for (int scale = 0; scale < 256; ++scale) {
+    std::memset(row.data() + dim, scale, dim / 32);
+    // Every normal code, both signs, in all 16 blocks.
+    for (uint32_t i = 0; i < dim; ++i)
+      row[i] = static_cast<uint8_t>((8 + (i * 7 + scale) % 119) | ((i / 3) % 2 ? 0x80 : 0));
+    check_decode("normal codes", scale);
+    // The same with one block holding a zero, a subnormal or a NaN code.
+    const uint8_t odd[] = {0x00, 0x80, 0x01, 0x87, 0x7F, 0xFF};
+    row[32 * (scale % 16) + scale % 32] = odd[scale % 6];
+    check_decode("one off-path code", scale);
+  }
+  for (int s = 0; s < 255; ++s) {
+    for (bool ceil : {true, false}) {
+      // amax 1.5 * 2^(s - 119) gives scale byte s in both modes (0 below 8).
+      const float amax = std::ldexp(1.5f, s - 119);
+      const float limit = std::ldexp(1.0f, s - 133);  // smallest normal E4M3 * 2^(s - 127)
+      for (uint32_t blk = 0; blk < dim / 32; ++blk) {
+        float* v = &x[blk * 32];
+        for (int i = 0; i < 32; ++i) {
+          const float r = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+          v[i] = amax * r;
+        }
+        v[0] = amax;
+        v[1] = (blk % 2) ? -0.0f : 0.0f;
+        if (blk % 4 == 1) v[2] = std::nextafter(limit, 0.0f);  // just below: off the path
+        if (blk % 4 == 2) v[2] = -limit;                        // exactly the limit
+        if (blk % 4 == 3) v[2] = std::nextafter(limit, 1.0f) * 1.5f;
+        if (blk == 5) v[3] = std::ldexp(1.0f, s - 150);  // far below (rounds to 0)
+      }
+      h = test::ToBf16Bits(x);
+      std::memset(a.data(), kPoison, vb);
+      std::memset(b.data(), 0x5A, vb);
+      ASSERT_EQ(scalar_.mxfp8_encode_f32(x.data(), dim, ceil, a.data()),
+                simd_->mxfp8_encode_f32(x.data(), dim, ceil, b.data()));
+      ASSERT_EQ(a, b) << "f32 scale " << s << " ceil " << ceil;
+      std::memset(a.data(), kPoison, vb);
+      std::memset(b.data(), 0x5A, vb);
+      ASSERT_EQ(scalar_.mxfp8_encode_bf16(h.data(), dim, ceil, a.data()),
+                simd_->mxfp8_encode_bf16(h.data(), dim, ceil, b.data()));
+      ASSERT_EQ(a, b) << "bf16 scale " << s << " ceil " << ceil;
     }
   }
 }
