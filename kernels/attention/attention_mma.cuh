@@ -1,11 +1,12 @@
 // The tensor-core attention kernel: bf16 mma.sync m16n8k16 with FP32
 // accumulation, FlashAttention-style online softmax over key tiles.
 //
-// CTA = 64 query rows x the key band of those rows, 4 x CS warps (CS = D/128
-// for D >= 256, else 1). Per key tile (kKeys rows, dequantised once to bf16
-// shared memory): S = Q K^T (warp = 16 rows x kKeys/CS keys) -> shared FP32;
-// masked online softmax per row -> P (bf16) and row rescale factors; O += P V
-// (warp = 16 rows x D/CS output columns, kept in registers).
+// CTA = kRows query rows (64, or 32/16 in the small variants) x the key band
+// of those rows, kRows/16 x CS warps (CS = D/128 for D >= 256, else 1). Per
+// key tile (kKeys rows, dequantised once to bf16 shared memory): S = Q K^T
+// (warp = 16 rows x kKeys/CS keys) -> shared FP32; masked online softmax per
+// row -> P (bf16) and row rescale factors; O += P V (warp = 16 rows x D/CS
+// output columns, kept in registers).
 #pragma once
 
 #include "kernels/attention/attention_common.cuh"
@@ -30,10 +31,11 @@ __device__ __forceinline__ uint32_t Pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
   return uint32_t(__bfloat16_as_ushort(lo)) | (uint32_t(__bfloat16_as_ushort(hi)) << 16);
 }
 
-template <int D, bool kSharedKv, bool kStaged>
-__global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
-    MmaAttentionKernel(AttentionParams p) {
-  using S = MmaShape<D, kSharedKv>;
+template <class S, bool kStaged>
+__global__ void __launch_bounds__(S::kThreads) MmaAttentionKernel(AttentionParams p) {
+  constexpr int D = S::kD;
+  constexpr bool kSharedKv = S::kShared;
+  static_assert(S::kEpilogueFits);
   extern __shared__ float4 smem_f4[];
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_f4);
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem);
@@ -111,8 +113,8 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
       band_hi = max(band_hi, row_end[rr]);
     }
 
-  const int rg = warp & 3;          // row group: rows 16*rg ...
-  const int cs = warp >> 2;         // column slice
+  const int rg = warp % S::kRowGroups;  // row group: rows 16*rg ...
+  const int cs = warp / S::kRowGroups;  // column slice
   const int rbase = rg * 16;
   float o[S::kOTiles][4];
 #pragma unroll
