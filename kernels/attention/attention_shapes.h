@@ -46,7 +46,9 @@ struct MmaShape {
   static constexpr size_t kVBytes = kSharedKv ? 0 : kKBytes;
   static constexpr size_t kSBytes = size_t(kRows) * kSStride * 4;
   static constexpr size_t kPBytes = size_t(kRows) * kPStride * 2;
-  static constexpr size_t kStatBytes = size_t(kRows) * 4 * 5;  // m, l, alpha, begin, end
+  // m, l, alpha, begin, end per row; then 64-bit masks of a tile's keys with
+  // a non-finite K / V value, for even and odd tiles.
+  static constexpr size_t kStatBytes = size_t(kRows) * 4 * 5 + 32;
   static constexpr size_t kSmemBytes = kQBytes + kKBytes + kVBytes + kSBytes + kPBytes + kStatBytes;
   // The epilogue's de-rotation stages kRows x D FP32 outputs over Q, K, V, S.
   static constexpr bool kEpilogueFits = size_t(kRows) * D * 4 <= kQBytes + kKBytes + kVBytes + kSBytes;
