@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/step_params.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/attention_shapes.h"
 #include "kernels/step/kv_rows.h"
 
 namespace swa::cuda {
