@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/attention/attention_shapes.h"
@@ -65,8 +66,9 @@ const char* Outcome(const AttentionLayerShape& s, size_t limit) {
 TEST(AttentionVariant, TableForEveryDeviceLimit) {
   for (const Row& r : kTable) {
     // MXFP8 rings dequantise to the same bf16 tiles as BF16 rings.
-    for (Ring ring : r.ring == kFp32Ring ? std::initializer_list<Ring>{kFp32Ring}
-                                         : std::initializer_list<Ring>{kBf16Ring, kMxfp8Ring}) {
+    const std::vector<Ring> rings = r.ring == kFp32Ring ? std::vector<Ring>{kFp32Ring}
+                                                        : std::vector<Ring>{kBf16Ring, kMxfp8Ring};
+    for (Ring ring : rings) {
       const AttentionLayerShape s = ShapeOf(r.d, r.shared, ring);
       EXPECT_STREQ(Outcome(s, kDefault48), r.at48) << Name(r.d, r.shared, ring, kDefault48);
       EXPECT_STREQ(Outcome(s, kSm86Class), r.at99) << Name(r.d, r.shared, ring, kSm86Class);
