@@ -80,7 +80,7 @@ TEST(CudaSmallTiles, MatchCpuAndTheLargeTiles) {
   RecordProperty("worst_rel_l2_large", std::to_string(large));
   // Both within the budget of the CPU (checked per step); the small tiles
   // round the same way, so neither should be far worse than the other.
-  EXPECT_LE(small, std::max(2 * large, 1e-5)) << "large " << large;
+  EXPECT_LE(small, std::max(3 * large, 1e-5)) << "large " << large;
 }
 
 // Below what the small tiles need, cache creation names the limit.
