@@ -18,6 +18,7 @@
 
 #include <utility>
 
+#include "kernels/attention/attention_dims.h"
 #include "kernels/step/kv_rows.h"
 
 namespace swa::kernels {
@@ -64,24 +65,11 @@ struct AttentionParams {
 
   // false: the precise FP32 kernel; true: the bf16 tensor-core kernel.
   bool use_mma = true;
+  // Tile sizes (attention_dims.h). A host-built `tiles` list must use the
+  // rows per CTA of the same variant (AttentionTileRows in attention_shapes.h),
+  // so the backend sets it explicitly; kAuto is resolved per launch.
+  AttentionVariant variant = AttentionVariant::kAuto;
 };
-
-// Head dims with compiled kernels (the one list: the launchers instantiate
-// exactly these); anything else is unsupported.
-using AttentionHeadDims = std::integer_sequence<int, 64, 128, 256, 512>;
-
-template <int... Ds>
-constexpr bool HeadDimIn(int head_dim, std::integer_sequence<int, Ds...>) {
-  return ((head_dim == Ds) || ...);
-}
-constexpr bool AttentionHeadDimSupported(int head_dim) {
-  return HeadDimIn(head_dim, AttentionHeadDims{});
-}
-
-// Query rows per CTA of each kernel (for building `tiles` on the host).
-inline constexpr int kMmaTileRows = 64;
-inline constexpr int kPreciseTileRows = 16;
-inline int AttentionTileRows(bool use_mma) { return use_mma ? kMmaTileRows : kPreciseTileRows; }
 
 // Ring-only path (reads offset_len and the ring).
 cudaError_t LaunchDecodeAttention(const AttentionParams& p, cudaStream_t stream);

@@ -2,6 +2,8 @@
 // dispatch (the launchers in decode_attention.cu / prefill_attention.cu).
 #pragma once
 
+#include <atomic>
+
 #include "kernels/attention/attention_mma.cuh"
 #include "kernels/attention/attention_precise.cuh"
 #include "kernels/common/launch.cuh"
@@ -33,23 +35,54 @@ cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem,
   return Launch(kernel, grid, dim3(threads), smem, stream, p);
 }
 
+template <class S, bool kStaged>
+cudaError_t LaunchMma(const AttentionParams& p, cudaStream_t stream) {
+  dim3 grid;
+  if (!GridOf(p, S::kRows, &grid)) return cudaErrorInvalidConfiguration;
+  return LaunchWithSmem(MmaAttentionKernel<S, kStaged>, grid, S::kThreads, S::kSmemBytes, p,
+                        stream);
+}
+
+template <int D, bool kStaged, int kKeys>
+cudaError_t LaunchPrecise(const AttentionParams& p, cudaStream_t stream) {
+  using S = PreciseShape<kKeys>;
+  dim3 grid;
+  if (!GridOf(p, S::kRows, &grid)) return cudaErrorInvalidConfiguration;
+  return LaunchWithSmem(PreciseAttentionKernel<D, kStaged, kKeys>, grid, S::kThreads,
+                        S::SmemBytes(D, p.shared_kv), p, stream);
+}
+
+// p.variant resolved (kLarge or kSmall). Where the small tiles of a shape are
+// the large ones (they fit 99 KiB already) both name one instantiation.
 template <int D, bool kStaged>
 cudaError_t LaunchAttentionD(const AttentionParams& p, cudaStream_t stream) {
-  dim3 grid;
+  const bool small = p.variant == AttentionVariant::kSmall;
   if (p.use_mma) {
-    if (!GridOf(p, kMmaTileRows, &grid)) return cudaErrorInvalidConfiguration;
-    if (p.shared_kv) {
-      using S = MmaShape<D, true>;
-      return LaunchWithSmem(MmaAttentionKernel<D, true, kStaged>, grid, S::kThreads,
-                            S::kSmemBytes, p, stream);
-    }
-    using S = MmaShape<D, false>;
-    return LaunchWithSmem(MmaAttentionKernel<D, false, kStaged>, grid, S::kThreads,
-                          S::kSmemBytes, p, stream);
+    if (p.shared_kv)
+      return small ? LaunchMma<MmaSmall<D, true>, kStaged>(p, stream)
+                   : LaunchMma<MmaLarge<D, true>, kStaged>(p, stream);
+    return small ? LaunchMma<MmaSmall<D, false>, kStaged>(p, stream)
+                 : LaunchMma<MmaLarge<D, false>, kStaged>(p, stream);
   }
-  if (!GridOf(p, kPreciseTileRows, &grid)) return cudaErrorInvalidConfiguration;
-  return LaunchWithSmem(PreciseAttentionKernel<D, kStaged>, grid, PreciseShape::kThreads,
-                        PreciseSmemBytes<D>(p.shared_kv), p, stream);
+  return small ? LaunchPrecise<D, kStaged, kPreciseSmallKeys<D>>(p, stream)
+               : LaunchPrecise<D, kStaged, kPreciseLargeKeys>(p, stream);
+}
+
+// The current device's per-block opt-in shared memory, read once per device.
+inline cudaError_t CurrentDeviceSmemOptin(size_t* bytes) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices] = {};
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  int v = dev >= 0 && dev < kMaxDevices ? cached[dev].load(std::memory_order_relaxed) : 0;
+  if (v == 0) {
+    e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess) return e;
+    if (dev >= 0 && dev < kMaxDevices) cached[dev].store(v, std::memory_order_relaxed);
+  }
+  *bytes = static_cast<size_t>(v);
+  return cudaSuccess;
 }
 
 // The instantiation for p.head_dim among AttentionHeadDims; NotSupported for
@@ -74,7 +107,17 @@ cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
                        p.rope.first_dim < 0 || p.rope.first_dim + p.rope.dims > p.head_dim)))
     return cudaErrorInvalidValue;
   if (p.n_seqs == 0) return cudaSuccess;
-  return DispatchHeadDim<kStaged>(p, stream, AttentionHeadDims{});
+  if (p.variant != AttentionVariant::kAuto)
+    return DispatchHeadDim<kStaged>(p, stream, AttentionHeadDims{});
+  size_t limit = 0;
+  const cudaError_t e = CurrentDeviceSmemOptin(&limit);
+  if (e != cudaSuccess) return e;
+  const AttentionVariantChoice c =
+      ChooseAttentionVariant({p.head_dim, p.shared_kv, p.use_mma}, limit);
+  if (!c.fits) return cudaErrorNotSupported;
+  AttentionParams resolved = p;
+  resolved.variant = c.variant;
+  return DispatchHeadDim<kStaged>(resolved, stream, AttentionHeadDims{});
 }
 
 }  // namespace swa::kernels

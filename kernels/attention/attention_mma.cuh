@@ -1,11 +1,19 @@
 // The tensor-core attention kernel: bf16 mma.sync m16n8k16 with FP32
 // accumulation, FlashAttention-style online softmax over key tiles.
 //
-// CTA = 64 query rows x the key band of those rows, 4 x CS warps (CS = D/128
-// for D >= 256, else 1). Per key tile (kKeys rows, dequantised once to bf16
-// shared memory): S = Q K^T (warp = 16 rows x kKeys/CS keys) -> shared FP32;
-// masked online softmax per row -> P (bf16) and row rescale factors; O += P V
-// (warp = 16 rows x D/CS output columns, kept in registers).
+// CTA = kRows query rows (64, or 32/16 in the small variants) x the key band
+// of those rows, kRows/16 x CS warps (CS = D/128 for D >= 256, else 1). Per
+// key tile (kKeys rows, dequantised once to bf16 shared memory): S = Q K^T
+// (warp = 16 rows x kKeys/CS keys) -> shared FP32; masked online softmax per
+// row -> P (bf16) and row rescale factors; O += P V (warp = 16 rows x D/CS
+// output columns, kept in registers).
+//
+// Non-finite stored values (docs/cuda_backend.md "Non-finite keys and
+// values"): the MMA multiplies every row by every key of the tile, and 0 x NaN
+// is NaN, so a NaN or Inf would reach rows whose band excludes its key. The
+// tile holds such values as 0 and flags their keys; for the rows that do see a
+// flagged key, its score is recomputed from the stored K (FP32) and its
+// non-finite V values are added to the outputs outside the MMA.
 #pragma once
 
 #include "kernels/attention/attention_common.cuh"
@@ -30,10 +38,82 @@ __device__ __forceinline__ uint32_t Pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
   return uint32_t(__bfloat16_as_ushort(lo)) | (uint32_t(__bfloat16_as_ushort(hi)) << 16);
 }
 
-template <int D, bool kSharedKv, bool kStaged>
-__global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
-    MmaAttentionKernel(AttentionParams p) {
-  using S = MmaShape<D, kSharedKv>;
+// Stores eight dequantised values as bf16 with non-finite ones as 0; returns
+// whether there was one.
+__device__ __forceinline__ bool StoreFinite8(__nv_bfloat16* dst, const float* v, bool in) {
+  bool bad = false;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const bool ok = in && isfinite(v[j]);
+    bad |= in && !ok;
+    dst[j] = __float2bfloat16_rn(ok ? v[j] : 0.f);
+  }
+  return bad;
+}
+
+__device__ __forceinline__ bool KeyFlagged(const unsigned long long* mask, int kk) {
+  return (*mask >> kk) & 1ull;
+}
+
+// The score (before scale and cap) of key `key` for the query row at `q_row`
+// (bf16 in shared memory) from the stored K values, non-finite ones included.
+template <int D, bool kStaged>
+__device__ __forceinline__ float FullScore(const AttentionParams& p, const SeqKeys<kStaged>& sk,
+                                           const __nv_bfloat16* q_row, int32_t key, int g) {
+  const uint8_t* vec = sk.Vector(p, key, g);
+  float dot = 0;
+  for (int e = 0; e < D; e += 8) {
+    float k[8];
+    Dequant8<D>(vec, p.format, e, k);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      dot = fmaf(__bfloat162float(q_row[e + j]), __bfloat162float(__float2bfloat16_rn(k[j])), dot);
+  }
+  return dot;
+}
+
+// O += P V for the non-finite V values of the tile's flagged keys (the tile
+// holds 0 there), for this thread's accumulator elements whose row sees the
+// key: its rows rbase + gid (+ 8), columns obase + nt * 8 + tig * 2 (+ 1).
+template <class S, bool kStaged>
+__device__ __forceinline__ void AddNonfiniteValues(
+    const AttentionParams& p, const SeqKeys<kStaged>& sk, const unsigned long long* v_bad,
+    const __nv_bfloat16* p_s, const int32_t* row_begin, const int32_t* row_end, int32_t k0,
+    int rbase, int gid, int tig, int obase, int g, float (&o)[S::kOTiles][4]) {
+  const int hv = S::kShared ? g : p.kv_heads + g;
+  for (unsigned long long m = *v_bad; m != 0; m &= m - 1) {
+    const int kk = __ffsll(static_cast<long long>(m)) - 1;
+    const int32_t key = k0 + kk;
+    bool vis[2];
+    float pv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = rbase + gid + 8 * h;
+      vis[h] = key >= row_begin[r] && key < row_end[r];
+      pv[h] = __bfloat162float(p_s[r * S::kPStride + kk]);
+    }
+    if (!vis[0] && !vis[1]) continue;
+    const uint8_t* vec = sk.Vector(p, key, hv);
+#pragma unroll
+    for (int nt = 0; nt < S::kOTiles; ++nt) {
+      float v[8];
+      Dequant8<S::kD>(vec, p.format, obase + nt * 8, v);
+#pragma unroll
+      for (int c2 = 0; c2 < 2; ++c2) {
+        const float x = v[tig * 2 + c2];
+        if (isfinite(x)) continue;
+        if (vis[0]) o[nt][c2] += pv[0] * x;
+        if (vis[1]) o[nt][2 + c2] += pv[1] * x;
+      }
+    }
+  }
+}
+
+template <class S, bool kStaged>
+__global__ void __launch_bounds__(S::kThreads) MmaAttentionKernel(AttentionParams p) {
+  constexpr int D = S::kD;
+  constexpr bool kSharedKv = S::kShared;
+  static_assert(S::kEpilogueFits);
   extern __shared__ float4 smem_f4[];
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_f4);
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem);
@@ -47,6 +127,9 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
   float* row_alpha = row_l + S::kRows;
   int32_t* row_begin = reinterpret_cast<int32_t*>(row_alpha + S::kRows);
   int32_t* row_end = row_begin + S::kRows;
+  // Keys of a tile with a non-finite K / V value (bit kk): {K, V} masks for
+  // even and odd tiles, so that clearing the next tile's needs no barrier.
+  unsigned long long* bad_masks = reinterpret_cast<unsigned long long*>(row_end + S::kRows);
 
   const CtaWork work = CtaWorkOf(p, S::kRows);
   if (!work.valid) return;
@@ -81,6 +164,7 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
     row_alpha[tid] = 1.0f;
     row_begin[tid] = kr.begin;
     row_end[tid] = kr.end;
+    if (tid < 4) bad_masks[tid] = 0;
   }
   for (int idx = tid; idx < S::kRows * (D / 8); idx += S::kThreads) {
     const int rr = idx / (D / 8);
@@ -111,32 +195,37 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
       band_hi = max(band_hi, row_end[rr]);
     }
 
-  const int rg = warp & 3;          // row group: rows 16*rg ...
-  const int cs = warp >> 2;         // column slice
+  const int rg = warp % S::kRowGroups;  // row group: rows 16*rg ...
+  const int cs = warp / S::kRowGroups;  // column slice
   const int rbase = rg * 16;
   float o[S::kOTiles][4];
 #pragma unroll
   for (int nt = 0; nt < S::kOTiles; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0;
 
   for (int32_t k0 = band_lo; k0 < band_hi; k0 += S::kKeys) {
-    __syncthreads();  // previous tile's K/V/P are consumed
+    __syncthreads();  // previous tile's K/V/P (and its masks) are consumed
+    const int parity = ((k0 - band_lo) / S::kKeys) & 1;
+    unsigned long long* k_bad = bad_masks + 2 * parity;
+    unsigned long long* v_bad = k_bad + 1;
+    if (tid == 0) bad_masks[2 * (parity ^ 1)] = bad_masks[2 * (parity ^ 1) + 1] = 0;  // next tile's
     for (int idx = tid; idx < S::kKeys * (D / 8); idx += S::kThreads) {
       const int kk = idx / (D / 8);
       const int e = (idx % (D / 8)) * 8;
       const int32_t key = k0 + kk;
       const bool in = key < band_hi;
-      float v[8];
+      float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       if (in) Dequant8<D>(sk.Vector(p, key, g), p.format, e, v);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) k_s[kk * S::kQStride + e + j] = __float2bfloat16_rn(in ? v[j] : 0.f);
+      if (StoreFinite8(k_s + kk * S::kQStride + e, v, in)) {
+        atomicOr(k_bad, 1ull << kk);
+        if (kSharedKv) atomicOr(v_bad, 1ull << kk);
+      }
       if (!kSharedKv) {
         if (in) Dequant8<D>(sk.Vector(p, key, p.kv_heads + g), p.format, e, v);
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          v_s[kk * S::kQStride + e + j] = __float2bfloat16_rn(in ? v[j] : 0.f);
+        if (StoreFinite8(v_s + kk * S::kQStride + e, v, in)) atomicOr(v_bad, 1ull << kk);
       }
     }
     __syncthreads();
+    const bool any_k_bad = *k_bad != 0, any_v_bad = *v_bad != 0;
 
     // S = Q K^T for rows rbase..+16, keys kbase..+kKeys/CS.
     {
@@ -166,8 +255,12 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
             const int col = kbase + nt * 8 + tig * 2 + c2;
             const int32_t key = k0 + col;
             const bool vis = key >= row_begin[r] && key < row_end[r];
-            s_s[r * S::kSStride + col] =
-                vis ? CappedScore(p, acc[nt][2 * h + c2] * p.scale) : kNegInf;
+            float z = acc[nt][2 * h + c2];
+            // A visible key with a non-finite K value: its score from the
+            // stored values (the tile holds zeros there), like the CPU's.
+            if (any_k_bad && vis && KeyFlagged(k_bad, col))
+              z = FullScore<D>(p, sk, q_s + r * S::kQStride, key, g);
+            s_s[r * S::kSStride + col] = vis ? CappedScore(p, z * p.scale) : kNegInf;
           }
         }
     }
@@ -228,6 +321,10 @@ __global__ void __launch_bounds__(MmaShape<D, kSharedKv>::kThreads)
           MmaBf16(o[nt], a0, a1, a2, a3, b0, b1);
         }
       }
+      // The non-finite V values of flagged keys, for the rows that see them
+      // (P of the others is exactly 0 and must not meet them).
+      if (any_v_bad) AddNonfiniteValues<S>(p, sk, v_bad, p_s, row_begin, row_end, k0, rbase, gid,
+                                           tig, obase, g, o);
     }
   }
   __syncthreads();

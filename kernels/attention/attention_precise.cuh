@@ -1,7 +1,9 @@
 // The precise attention kernel: FP32 FMA and accurate expf throughout, for FP32
 // outputs and FP32 storage (the 1e-5 of docs/semantics.md "Error budgets"). 8 warps x 2 query rows; a
-// lane owns dims lane + 32c. Key tiles of kKeys rows are dequantised into FP32
-// shared memory once per CTA.
+// lane owns dims lane + 32c. Key tiles of kKeys rows (32, or 16 in the small
+// variant at D 512) are dequantised into FP32 shared memory once per CTA. Each
+// row reads only the keys of its own band, so a non-finite value outside it
+// never reaches its output.
 #pragma once
 
 #include "kernels/attention/attention_common.cuh"
@@ -9,9 +11,10 @@
 
 namespace swa::kernels {
 
-template <int D, bool kStaged>
-__global__ void __launch_bounds__(PreciseShape::kThreads) PreciseAttentionKernel(AttentionParams p) {
-  using S = PreciseShape;
+template <int D, bool kStaged, int kKeys>
+__global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads)
+    PreciseAttentionKernel(AttentionParams p) {
+  using S = PreciseShape<kKeys>;
   constexpr int kC = D / 32;
   extern __shared__ float4 smem_f4[];
   float* k_tile = reinterpret_cast<float*>(smem_f4);

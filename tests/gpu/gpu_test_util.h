@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -199,6 +200,17 @@ class DualCache {
   // RoPE layers: the device's cosf/sinf may differ from the host's by an ulp,
   // which moves a stored value across a rounding boundary now and then.
   void set_pool_tolerance(double fraction) { pool_tolerance_ = fraction; }
+  // Called with each layer's random K and V inputs (V empty for shared K/V)
+  // before the step: a test writes NaN / Inf into chosen tokens.
+  using InputHook = std::function<void(size_t layer, const LayerCfg& cfg, swa_dtype_t kv_dtype,
+                                       std::vector<uint8_t>& k, std::vector<uint8_t>& v)>;
+  void set_input_hook(InputHook hook) { hook_ = std::move(hook); }
+  // Outputs compared row by row (a row = one token's query head): a row is
+  // non-finite on the GPU exactly when it is on the CPU, and the finite rows
+  // are within the budget. Off: any non-finite output fails.
+  void set_nonfinite_rows(bool on) { nonfinite_rows_ = on; }
+  // Rows found non-finite (on both backends) so far, with set_nonfinite_rows.
+  size_t nonfinite_rows_seen() const { return nonfinite_seen_; }
 
   // Plans the step on both caches and runs every layer; checks outputs and,
   // after the step, that both pools hold the same bytes.
@@ -254,8 +266,9 @@ class DualCache {
     const size_t nq = size_t(T) * c.q_heads * c.head_dim;
     const size_t nkv = size_t(T) * c.kv_heads * c.head_dim;
     const auto q = RandomTensor(rng_, nq, dt.q, 1.0f);
-    const auto k = RandomTensor(rng_, nkv, dt.kv, 1.5f);
-    const auto v = c.shared_kv ? std::vector<uint8_t>() : RandomTensor(rng_, nkv, dt.kv, 1.0f);
+    auto k = RandomTensor(rng_, nkv, dt.kv, 1.5f);
+    auto v = c.shared_kv ? std::vector<uint8_t>() : RandomTensor(rng_, nkv, dt.kv, 1.0f);
+    if (hook_) hook_(l, c, dt.kv, k, v);
     const size_t out_bytes = nq * (dt.out == SWA_DTYPE_FP32 ? 4 : 2);
     std::vector<uint8_t> out_cpu(out_bytes, 0xFF), out_gpu(out_bytes, 0xFF);  // NaN poison
 
@@ -311,7 +324,9 @@ class DualCache {
         if (::testing::Test::HasFailure()) break;
       }
     }
-    const double err = RelL2(AsDouble(out_gpu, dt.out), AsDouble(out_cpu, dt.out));
+    std::vector<double> got = AsDouble(out_gpu, dt.out), want = AsDouble(out_cpu, dt.out);
+    if (nonfinite_rows_) KeepFiniteRows(l, c.head_dim, &got, &want);
+    const double err = RelL2(got, want);
     worst_ = std::max(worst_, err);
     EXPECT_LE(err, Budget(dt.out)) << "layer " << l << " (format " << c.format << ", Hq "
                                    << c.q_heads << ", Hkv " << c.kv_heads << ", D " << c.head_dim
@@ -319,6 +334,31 @@ class DualCache {
                                    << ", rope " << c.rope_style << " " << c.rope_first << "+"
                                    << c.rope_dims << ", softcap " << c.softcap
                                    << ", out dtype " << dt.out << ")";
+  }
+
+  // Checks that the same rows are non-finite on both backends and drops them.
+  void KeepFiniteRows(size_t l, int d, std::vector<double>* got, std::vector<double>* want) {
+    std::vector<double> g, w;
+    const size_t rows = want->size() / size_t(d);
+    for (size_t r = 0; r < rows; ++r) {
+      bool g_bad = false, w_bad = false;
+      for (int e = 0; e < d; ++e) {
+        g_bad |= !std::isfinite((*got)[r * d + e]);
+        w_bad |= !std::isfinite((*want)[r * d + e]);
+      }
+      EXPECT_EQ(g_bad, w_bad) << "layer " << l << " row " << r << " (token "
+                              << r / size_t(layers_[l].q_heads) << ", head "
+                              << r % size_t(layers_[l].q_heads) << "): non-finite on "
+                              << (g_bad ? "the GPU only" : "the CPU only");
+      if (g_bad || w_bad) {
+        nonfinite_seen_ += g_bad && w_bad;
+        continue;
+      }
+      g.insert(g.end(), got->begin() + r * d, got->begin() + (r + 1) * d);
+      w.insert(w.end(), want->begin() + r * d, want->begin() + (r + 1) * d);
+    }
+    *got = std::move(g);
+    *want = std::move(w);
   }
 
   std::vector<LayerCfg> layers_;
@@ -334,6 +374,9 @@ class DualCache {
   double worst_ = 0;
   bool lse_ = false;
   double pool_tolerance_ = 0;
+  InputHook hook_;
+  bool nonfinite_rows_ = false;
+  size_t nonfinite_seen_ = 0;
 };
 
 }  // namespace swa_gpu

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the GPU tests (then compute-sanitizer memcheck on them when available)
+# Runs the GPU tests (then compute-sanitizer memcheck, racecheck and synccheck
+# on them when available)
 # and the GPU benchmarks on any machine with an NVIDIA GPU, and writes a log
 # and a results table to an output folder.
 #
@@ -98,8 +99,8 @@ run_step() {
 nvidia-smi >> "$LOG" 2>&1 || log "nvidia-smi not available"
 
 # The codec and planner kernels first (small, and they isolate the step's parts).
-GPU_TESTS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test gpu_cuda_graph_test gpu_cuda_project_test"
-CPU_TESTS="cuda_kernel_math_test cuda_rope_math_test project_gemm_test"
+GPU_TESTS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test gpu_cuda_graph_test gpu_cuda_project_test gpu_cuda_nonfinite_test gpu_cuda_small_tiles_test"
+CPU_TESTS="cuda_kernel_math_test cuda_rope_math_test project_gemm_test attention_variant_test"
 
 # 1. Binaries: the carried bundle, else a build here.
 if [ -d "$BUNDLE/bin" ]; then
@@ -155,16 +156,31 @@ if grep -q "\[  SKIPPED \]" "$LOG"; then
   record "| skipped GPU tests | FAIL(see log) | - |"
 fi
 
-# 3. compute-sanitizer memcheck on the fast GPU tests (the DeepSeek-shape case is slow under it).
+# 3. compute-sanitizer on the fast GPU tests (the DeepSeek-shape case is slow
+# under it): memcheck, then racecheck (shared-memory hazards) and synccheck
+# (barriers) on the attention kernels' tests, large and small tiles.
 if command -v compute-sanitizer > /dev/null; then
   for t in gpu_cuda_graph_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test; do
     [ -x "$GPU_DIR/$t" ] || continue
     run_step "memcheck $t" 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
       "$GPU_DIR/$t" --gtest_filter='-*DeepSeek*' || true
   done
+  for tool in racecheck synccheck; do
+    for t in gpu_cuda_step_test gpu_cuda_nonfinite_test gpu_cuda_small_tiles_test; do
+      [ -x "$GPU_DIR/$t" ] || continue
+      # One case per test binary: racecheck is an order of magnitude slower than memcheck.
+      case "$t" in
+        gpu_cuda_step_test) filter='*DecodeAndSpeculativeVerify*' ;;
+        gpu_cuda_nonfinite_test) filter='*TensorCore*' ;;
+        *) filter='*MatchCpu*' ;;
+      esac
+      run_step "$tool $t" 150 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+        "$GPU_DIR/$t" --gtest_filter="$filter" || true
+    done
+  done
 else
-  log "compute-sanitizer not found: memcheck skipped"
-  record "| memcheck | SKIPPED (no compute-sanitizer) | - |"
+  log "compute-sanitizer not found: memcheck, racecheck and synccheck skipped"
+  record "| compute-sanitizer | SKIPPED (no compute-sanitizer) | - |"
 fi
 
 # 4. Benchmarks: ours, then PyTorch on the same shapes when torch is importable.

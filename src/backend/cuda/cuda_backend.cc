@@ -1,12 +1,15 @@
 // CudaBackend: device selection, memory, synchronous copies, scratch pool.
 #include "backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_shapes.h"
+#include "kernels/attention/attention_variant.h"
 
 namespace swa {
 namespace cuda {
@@ -50,7 +53,17 @@ absl::Status CudaBackend::Init() {
   SWA_CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_),
       "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
-  smem_optin_ = static_cast<size_t>(optin);
+  smem_limit_ = static_cast<size_t>(optin);
+  // A lower limit on request, so that the small tiles run (and are tested) on
+  // a device that would take the large ones.
+  if (const char* cap = std::getenv("SWACACHE_CUDA_SMEM_LIMIT"); cap != nullptr && *cap != 0) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(cap, &end, 10);
+    if (end == cap || *end != 0 || v == 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "SWACACHE_CUDA_SMEM_LIMIT = \"%s\" is not a positive number of bytes", cap));
+    smem_limit_ = std::min<size_t>(smem_limit_, v);
+  }
   // The projection's handle and workspace now, not at the first call (which
   // may be inside a stream capture).
   return CreateBlas(&blas_);
@@ -130,20 +143,19 @@ absl::Status CudaBackend::FreeScratch(uint8_t* ptr, cudaStream_t stream) {
 }
 
 absl::Status CudaBackend::Supports(const LayerSpec& layer) const {
-  if (!kernels::AttentionHeadDimSupported(static_cast<int>(layer.head_dim)))
-    return absl::UnimplementedError(absl::StrFormat(
-        "head_dim = %u is not supported by the CUDA attention kernels (64, 128, 256, 512)",
-        layer.head_dim));
-  const size_t smem = kernels::LayerSmemBytes(int(layer.head_dim), layer.shared_kv);
-  if (smem > smem_optin_)
-    return absl::UnimplementedError(absl::StrFormat(
-        "head_dim = %u with %s K/V needs %u bytes of shared memory per block in the attention "
-        "kernels; this device allows %u (cudaDevAttrMaxSharedMemoryPerBlockOptin)",
-        layer.head_dim, layer.shared_kv ? "shared" : "separate", smem, smem_optin_));
+  const kernels::AttentionLayerShape shape{int(layer.head_dim), layer.shared_kv,
+                                           layer.format != Format::kFp32};
+  SWA_RETURN_IF_ERROR(kernels::AttentionVariantFor(shape, smem_limit_).status());
   if (layer.kv_heads > 65535)
     return absl::UnimplementedError(
         absl::StrFormat("kv_heads = %u exceeds the CUDA grid limit 65535", layer.kv_heads));
   return absl::OkStatus();
+}
+
+absl::StatusOr<kernels::AttentionVariant> CudaBackend::AttentionVariantOf(
+    const StepLayer& layer) const {
+  return kernels::AttentionVariantFor(
+      {layer.head_dim, layer.shared_kv, layer.format != Format::kFp32}, smem_limit_);
 }
 
 absl::StatusOr<const float*> CudaBackend::RopeTableOnDevice(const RopeTable& table) {

@@ -10,6 +10,8 @@
 #include "absl/synchronization/mutex.h"
 #include "backend/backend.h"
 #include "backend/cuda/device_scratch.h"
+#include "backend/step_work.h"
+#include "kernels/attention/attention_dims.h"
 #include "layout/rope_table.h"
 
 namespace swa::cuda {
@@ -40,6 +42,10 @@ class CudaBackend final : public Backend {
   absl::Status Memset(void* dst, int value, size_t bytes) override;
 
   absl::Status Supports(const LayerSpec& layer) const override;
+  // The attention tiles of a layer on this device (docs/cuda_backend.md
+  // "Shared memory"); UNIMPLEMENTED when none fits.
+  absl::StatusOr<kernels::AttentionVariant> AttentionVariantOf(const StepLayer& layer) const;
+  size_t smem_limit() const { return smem_limit_; }
   absl::Status Prepare(const PlanView& plan, std::unique_ptr<PreparedPlan>* prepared) override;
   // Enqueues the step on the tensors' stream; returns without waiting for the device.
   absl::Status RunStep(const StepWork& work, PreparedPlan& prepared, StepResult* result) override;
@@ -62,7 +68,9 @@ class CudaBackend final : public Backend {
   absl::StatusOr<const float*> RopeTableOnDevice(const RopeTable& table);
 
   const int device_;
-  size_t smem_optin_ = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
+  // cudaDevAttrMaxSharedMemoryPerBlockOptin, or less under the environment
+  // variable SWACACHE_CUDA_SMEM_LIMIT (tests of the small tiles).
+  size_t smem_limit_ = 0;
   cudaMemPool_t pool_ = nullptr;
   absl::Mutex mu_;  // one step / projection at a time: the scratch below is shared
   PlanUploader uploader_;

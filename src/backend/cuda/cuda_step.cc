@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/step_params.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/attention_shapes.h"
 #include "kernels/step/kv_rows.h"
 
 namespace swa::cuda {
@@ -137,9 +138,11 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
   cudaStream_t stream = static_cast<cudaStream_t>(w.tensors->stream);
   SWA_RETURN_IF_ERROR(CheckNotCapturing(stream));
   const bool use_mma = UseMma(w.layer, *w.tensors);
+  SWA_ASSIGN_OR_RETURN(const kernels::AttentionVariant variant, AttentionVariantOf(w.layer));
   // The work list is the one part that depends on the layer's head shape.
-  SWA_RETURN_IF_ERROR(EnsureTiles(w.plan, w.layer.q_heads / w.layer.kv_heads,
-                                  kernels::AttentionTileRows(use_mma), &cp));
+  SWA_RETURN_IF_ERROR(EnsureTiles(
+      w.plan, w.layer.q_heads / w.layer.kv_heads,
+      kernels::AttentionTileRows(use_mma, w.layer.head_dim, w.layer.shared_kv, variant), &cp));
   SWA_ASSIGN_OR_RETURN(const uint8_t* dev,
                        uploader_.Upload(cp.key, cp.image.data(), cp.image.size(), stream));
   // From here on kernels that read `dev` may be enqueued, so the upload's
@@ -177,6 +180,8 @@ absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPrepare
   enc.rope = RopeParamsOf(*L.rope, d_inv_freq);
   enc.positions = d_positions;
   kernels::AttentionParams at = AttentionParamsOf(L, x, w.scale);
+  // The variant the tile list was built for (RunStepLocked).
+  SWA_ASSIGN_OR_RETURN(at.variant, AttentionVariantOf(L));
   at.rope = enc.rope;
   at.seqs = d_seqs;
   at.n_seqs = static_cast<int32_t>(w.plan.n_seqs);
