@@ -39,6 +39,7 @@ struct Fixture {
   swa_plan_t* plan = nullptr;
   std::vector<swa_seq_t> decode;
   std::vector<float> q, kv, out, sinks;
+  std::vector<uint16_t> q16;  // q as BF16 (q itself holds the same, BF16-exact, values)
   swa_step_args_t args;
 
   Fixture(const StepCase& c, int seqs, unsigned threads) {
@@ -70,7 +71,15 @@ struct Fixture {
     kv.resize(size_t(t_max) * c.hkv * c.d * (c.shared_kv ? 1 : 2));
     out.resize(q.size());
     sinks.resize(c.hq);
-    for (float& x : q) x = u(rng);
+    q16.resize(q.size());
+    for (size_t i = 0; i < q.size(); ++i) {
+      uint32_t bits;
+      const float x = u(rng);
+      std::memcpy(&bits, &x, 4);
+      bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;  // nearest even
+      std::memcpy(&q[i], &bits, 4);
+      q16[i] = uint16_t(bits >> 16);
+    }
     for (float& x : kv) x = u(rng);
     for (float& x : sinks) x = u(rng);
     swa_step_args_init(&args);
@@ -159,7 +168,11 @@ double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned th
 
 // Best wall and CPU seconds of `reps` swa_step calls, each re-planning the same
 // step (a rewind of kTokens, within the ring margin).
-bool TimeStep(Fixture& f, int seqs, int reps, double* best, double* best_cpu) {
+// bf16: the queries go in as BF16 (SWA_DTYPE_BF16), which lets the step take
+// the AVX512-BF16 kernels on an MXFP8 or BF16 ring.
+bool TimeStep(Fixture& f, int seqs, int reps, bool bf16, double* best, double* best_cpu) {
+  f.args.q = bf16 ? static_cast<const void*>(f.q16.data()) : f.q.data();
+  f.args.q_dtype = bf16 ? SWA_DTYPE_BF16 : SWA_DTYPE_FP32;
   *best = *best_cpu = 1e30;
   for (int r = 0; r < reps || *best > 1e29; ++r) {
     if (swa_plan_build(f.plan, f.decode.data(), uint32_t(seqs)) != SWA_OK) return false;
@@ -193,14 +206,26 @@ int main(int argc, char** argv) {
   }
   const double budget = quick ? 0.2 : 1.0;
   const int reps = repeat > 0 ? repeat : quick ? 3 : 7;
-  double peak = 0;
+  double peak = 0, peak2 = 0, peak512 = 0, peak_bf16 = 0;
+  bool have_bf16 = false;
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    peak = BestOf(FmaPeakAvx2, reps);
+    peak2 = BestOf(FmaPeakAvx2, reps);
+  if (__builtin_cpu_supports("avx512f")) peak512 = BestOf(FmaPeakAvx512, reps);
+  have_bf16 = __builtin_cpu_supports("avx512bf16");
+  if (have_bf16) peak_bf16 = BestOf(Bf16DotPeakAvx512, reps);
 #endif
+  peak = std::max(peak2, peak512);
+  const char* forced = std::getenv("SWACACHE_ATTENTION");
   std::printf("swa_step decode on the CPU backend: W %d, %d tokens per sequence, %d-token history\n",
               kWindow, kTokens, kHistory);
-  std::printf("(a) measured 1-core AVX2 FMA peak: %.1f GFLOP/s\n", peak);
+  std::printf("(a) measured 1-core FMA peak: AVX2 %.1f, AVX-512 %.1f GFLOP/s (%%peak uses the "
+              "larger); vdpbf16ps peak %.1f GFLOP/s\n",
+              peak2, peak512, peak_bf16);
+  std::printf("ours fp32: FP32 queries (SWACACHE_ATTENTION=%s); ours bf16: the same queries "
+              "as BF16 (%s)\n",
+              forced != nullptr ? forced : "unset: avx512 if the CPU has it",
+              have_bf16 ? "AVX512-BF16 kernels on MXFP8/BF16 rings" : "no AVX512-BF16: FP32 kernels");
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
   std::printf("(b) dequantise (our codec) + OpenBLAS %s (\"%s\") sgemm, softmax, sgemm\n",
               OPENBLAS_VERSION, openblas_get_corename());
@@ -208,9 +233,9 @@ int main(int argc, char** argv) {
   std::printf("(b) OpenBLAS baseline: SKIPPED (not found at configure time)\n");
 #endif
   std::printf("machine load (1/5/15 min): %s\n\n", LoadAverage().c_str());
-  std::printf("%-40s %4s %3s %10s %9s %7s %9s %7s %10s %10s %9s\n", "case", "seqs", "thr",
-              "step us", "GF/s", "%peak", "GF/CPU-s", "%peakC", "base GF/s", "ours/base",
-              "scaling");
+  std::printf("%-40s %4s %3s %9s %8s %6s %8s %8s %6s %9s %8s %8s %7s %7s\n", "case", "seqs",
+              "thr", "fp32 us", "fp32 GF", "%peak", "GF/CPU", "bf16 GF", "bf/fp", "base GF",
+              "fp/base", "bf/base", "scal32", "scal16");
 
   const StepCase cases[] = {
       {"DeepSeek-V4-like MXFP8 Hq64 1xD512 shared", SWA_FORMAT_MXFP8, 64, 1, 512, true},
@@ -221,31 +246,39 @@ int main(int argc, char** argv) {
     if (only_case >= 0 && ci != only_case) continue;
     for (int seqs : {16, 64}) {
       if (only_seqs > 0 && seqs != only_seqs) continue;
-      double one_thread = 0;
+      double one_thread = 0, one_thread16 = 0;
       for (unsigned threads : {1u, 2u}) {
         if (only_threads > 0 && int(threads) != only_threads) continue;
         Fixture f(c, seqs, threads);
         const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
         // CPU time of the process too: robust to preemption on a shared machine.
-        double best, best_cpu;
-        if (!TimeStep(f, seqs, reps, &best, &best_cpu)) return 1;
-        const double gf = flops / best / 1e9;
+        double best, best_cpu, best16, best16_cpu;
+        if (!TimeStep(f, seqs, reps, false, &best, &best_cpu)) return 1;
+        if (!TimeStep(f, seqs, reps, true, &best16, &best16_cpu)) return 1;
+        const double gf = flops / best / 1e9, gf16 = flops / best16 / 1e9;
         const double gf_cpu = flops / best_cpu / 1e9;
-        if (threads == 1) one_thread = gf;
+        if (threads == 1) one_thread = gf, one_thread16 = gf16;
 
         const double base_gf = BaselineGflops(c, f, seqs, threads, flops, budget, reps);
-        char scaling[16] = "-", ratio[16] = "-", pct[16] = "-", pct_cpu[16] = "-";
-        if (threads == 2 && one_thread > 0) std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
+        char scaling[16] = "-", scaling16[16] = "-", ratio[16] = "-", ratio16[16] = "-",
+             pct[16] = "-";
+        if (threads == 2 && one_thread > 0) {
+          std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
+          std::snprintf(scaling16, sizeof scaling16, "%.2fx", gf16 / one_thread16);
+        }
         if (base_gf > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", gf / base_gf);
+        if (base_gf > 0) std::snprintf(ratio16, sizeof ratio16, "%.2fx", gf16 / base_gf);
         if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf / peak / threads);
-        if (peak > 0) std::snprintf(pct_cpu, sizeof pct_cpu, "%.0f%%", 100 * gf_cpu / peak);
-        std::printf("%-40s %4d %3u %10.1f %9.1f %7s %9.1f %7s %10.1f %10s %9s\n", c.name, seqs,
-                    threads, best * 1e6, gf, pct, gf_cpu, pct_cpu, base_gf, ratio, scaling);
+        std::printf("%-40s %4d %3u %9.1f %8.1f %6s %8.1f %8.1f %5.2fx %9.1f %8s %8s %7s %7s\n",
+                    c.name, seqs, threads, best * 1e6, gf, pct, gf_cpu, gf16, gf16 / gf, base_gf,
+                    ratio, ratio16, scaling, scaling16);
       }
     }
   }
-  std::printf("\nGF/s: wall clock, best repeat; %%peak per thread against (a); GF/CPU-s: flops "
-              "per CPU-second of\nthe process (all threads), best repeat; %%peakC: that against "
-              "(a); scaling: 2 threads vs 1.\nmachine load (1/5/15 min): %s\n", LoadAverage().c_str());
+  std::printf("\nGF: GFLOP/s, wall clock, best repeat; %%peak: fp32 per thread against the larger "
+              "FMA peak of (a);\nGF/CPU: fp32 flops per CPU-second of the process (all threads); "
+              "bf/fp: bf16 vs fp32;\nfp/base, bf/base: ours vs (b) on the same threads; "
+              "scal32, scal16: 2 threads vs 1.\nmachine load (1/5/15 min): %s\n",
+              LoadAverage().c_str());
   return 0;
 }

@@ -139,6 +139,12 @@ class StepRunner {
     } else {
       q32_ = static_cast<const float*>(t_.q);
     }
+    // BF16 queries on a ring whose values are exact in BF16 may take the BF16
+    // kernels (docs/cpu_attention.md, "Paths"); rotated queries are not BF16.
+    q_bf16_ = nullptr;
+    if (t_.q_dtype == Dtype::kBf16 && !rope_.on() &&
+        (l_.format == Format::kMxfp8 || l_.format == Format::kBf16))
+      q_bf16_ = static_cast<const uint16_t*>(t_.q);
     if (t_.out_dtype == Dtype::kBf16) {
       s_.out32.resize(n * d_);
       out32_ = s_.out32.data();
@@ -268,6 +274,7 @@ class StepRunner {
     SeqProblem p;
     p.n_tokens = s.seqlen_q;
     p.q = q32_ + q_off;
+    p.q_bf16 = q_bf16_ != nullptr ? q_bf16_ + q_off : nullptr;
     p.n_keys = t.n_keys;
     p.k = k;
     p.v = v;
@@ -370,6 +377,7 @@ class StepRunner {
   const uint32_t hkv_;
   const size_t token_floats_;
   const float* q32_ = nullptr;
+  const uint16_t* q_bf16_ = nullptr;
   float* out32_ = nullptr;
   std::atomic<uint64_t> nonfinite_{0};
 };
