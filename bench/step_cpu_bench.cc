@@ -190,6 +190,7 @@ bool TimeStep(Fixture& f, int seqs, int reps, bool bf16, double* best, double* b
 int main(int argc, char** argv) {
   bool quick = false;
   int only_case = -1, only_seqs = -1, only_threads = -1, repeat = 0;
+  std::string only;  // "fp32" or "bf16": time that step alone, no peaks, no baseline (profiling)
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     const bool has_value = a + 1 < argc;
@@ -198,8 +199,9 @@ int main(int argc, char** argv) {
     else if (arg == "--seqs" && has_value) only_seqs = std::atoi(argv[++a]);
     else if (arg == "--threads" && has_value) only_threads = std::atoi(argv[++a]);
     else if (arg == "--repeat" && has_value) repeat = std::atoi(argv[++a]);
+    else if (arg == "--only" && has_value) only = argv[++a];
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--case N] [--seqs N] [--threads N] [--repeat N]\n",
+      std::fprintf(stderr, "usage: %s [--quick] [--case N] [--seqs N] [--threads N] [--repeat N] [--only fp32|bf16]\n",
                    argv[0]);
       return 2;
     }
@@ -209,11 +211,11 @@ int main(int argc, char** argv) {
   double peak = 0, peak2 = 0, peak512 = 0, peak_bf16 = 0;
   bool have_bf16 = false;
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (only.empty() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     peak2 = BestOf(FmaPeakAvx2, reps);
-  if (__builtin_cpu_supports("avx512f")) peak512 = BestOf(FmaPeakAvx512, reps);
+  if (only.empty() && __builtin_cpu_supports("avx512f")) peak512 = BestOf(FmaPeakAvx512, reps);
   have_bf16 = __builtin_cpu_supports("avx512bf16");
-  if (have_bf16) peak_bf16 = BestOf(Bf16DotPeakAvx512, reps);
+  if (only.empty() && have_bf16) peak_bf16 = BestOf(Bf16DotPeakAvx512, reps);
 #endif
   peak = std::max(peak2, peak512);
   const char* forced = std::getenv("SWACACHE_ATTENTION");
@@ -233,8 +235,8 @@ int main(int argc, char** argv) {
   std::printf("(b) OpenBLAS baseline: SKIPPED (not found at configure time)\n");
 #endif
   std::printf("machine load (1/5/15 min): %s\n\n", LoadAverage().c_str());
-  std::printf("%-40s %4s %3s %9s %8s %6s %8s %8s %6s %9s %8s %8s %7s %7s\n", "case", "seqs",
-              "thr", "fp32 us", "fp32 GF", "%peak", "GF/CPU", "bf16 GF", "bf/fp", "base GF",
+  std::printf("%-40s %4s %3s %9s %8s %6s %8s %8s %8s %6s %9s %8s %8s %7s %7s\n", "case", "seqs",
+              "thr", "fp32 us", "fp32 GF", "%peak", "GF/CPU", "bf16 GF", "GF/CPU", "bf/fp", "base GF",
               "fp/base", "bf/base", "scal32", "scal16");
 
   const StepCase cases[] = {
@@ -253,13 +255,15 @@ int main(int argc, char** argv) {
         const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
         // CPU time of the process too: robust to preemption on a shared machine.
         double best, best_cpu, best16, best16_cpu;
-        if (!TimeStep(f, seqs, reps, false, &best, &best_cpu)) return 1;
-        if (!TimeStep(f, seqs, reps, true, &best16, &best16_cpu)) return 1;
+        best = best_cpu = best16 = best16_cpu = 1e30;
+        if (only != "bf16" && !TimeStep(f, seqs, reps, false, &best, &best_cpu)) return 1;
+        if (only != "fp32" && !TimeStep(f, seqs, reps, true, &best16, &best16_cpu)) return 1;
         const double gf = flops / best / 1e9, gf16 = flops / best16 / 1e9;
-        const double gf_cpu = flops / best_cpu / 1e9;
+        const double gf_cpu = flops / best_cpu / 1e9, gf16_cpu = flops / best16_cpu / 1e9;
         if (threads == 1) one_thread = gf, one_thread16 = gf16;
 
-        const double base_gf = BaselineGflops(c, f, seqs, threads, flops, budget, reps);
+        const double base_gf =
+            only.empty() ? BaselineGflops(c, f, seqs, threads, flops, budget, reps) : 0;
         char scaling[16] = "-", scaling16[16] = "-", ratio[16] = "-", ratio16[16] = "-",
              pct[16] = "-";
         if (threads == 2 && one_thread > 0) {
@@ -269,15 +273,15 @@ int main(int argc, char** argv) {
         if (base_gf > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", gf / base_gf);
         if (base_gf > 0) std::snprintf(ratio16, sizeof ratio16, "%.2fx", gf16 / base_gf);
         if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf / peak / threads);
-        std::printf("%-40s %4d %3u %9.1f %8.1f %6s %8.1f %8.1f %5.2fx %9.1f %8s %8s %7s %7s\n",
-                    c.name, seqs, threads, best * 1e6, gf, pct, gf_cpu, gf16, gf16 / gf, base_gf,
+        std::printf("%-40s %4d %3u %9.1f %8.1f %6s %8.1f %8.1f %8.1f %5.2fx %9.1f %8s %8s %7s %7s\n",
+                    c.name, seqs, threads, best * 1e6, gf, pct, gf_cpu, gf16, gf16_cpu, gf16 / gf, base_gf,
                     ratio, ratio16, scaling, scaling16);
       }
     }
   }
   std::printf("\nGF: GFLOP/s, wall clock, best repeat; %%peak: fp32 per thread against the larger "
-              "FMA peak of (a);\nGF/CPU: fp32 flops per CPU-second of the process (all threads); "
-              "bf/fp: bf16 vs fp32;\nfp/base, bf/base: ours vs (b) on the same threads; "
+              "FMA peak of (a);\nGF/CPU: flops per CPU-second of the process (all threads), best "
+              "repeat; bf/fp: bf16 vs fp32 (wall);\nfp/base, bf/base: ours vs (b) on the same threads; "
               "scal32, scal16: 2 threads vs 1.\nmachine load (1/5/15 min): %s\n",
               LoadAverage().c_str());
   return 0;

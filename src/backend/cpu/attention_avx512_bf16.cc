@@ -77,10 +77,13 @@ void PackKt(const float* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst) {
   }
 }
 
-// dst[q][d][2]: key 2q in the low half, key 2q + 1 (zero past n_keys) high.
+// dst[e / 16][q][e % 16][r] = key 2q + r (zero past n_keys), element e: each
+// 16-column slab holds its key pairs contiguously (64 bytes apart), so P.V
+// streams them (a stride of 2 * d values would alias to a few L1 sets).
 void PackV(const float* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst) {
+  const ptrdiff_t slab = static_cast<ptrdiff_t>(PairSlabStride(n_keys));
   for (int key = 0; key < n_keys; key += 2) {
-    int32_t* out = reinterpret_cast<int32_t*>(dst + static_cast<ptrdiff_t>(key) * d);
+    uint16_t* out = dst + static_cast<ptrdiff_t>(key / 2) * 32;
     const float* a = v + key * ldv;
     const float* b = key + 1 < n_keys ? v + (key + 1) * ldv : nullptr;
     for (int e = 0; e < d; e += 16) {
@@ -89,7 +92,7 @@ void PackV(const float* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst) {
       if (b != nullptr)
         hi = _mm512_slli_epi32(
             _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(b + e))), 16);
-      _mm512_storeu_si512(out + e, _mm512_or_si512(lo, hi));
+      _mm512_storeu_si512(out + (e / 16) * slab, _mm512_or_si512(lo, hi));
     }
   }
 }

@@ -90,7 +90,8 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
             if (seg.begin >= seg.end) continue;
             const int r0 = ws.tile_row0[tile];
             kb.gemm_pv(ws.tile_rows[tile], seg.begin - c0, seg.end - c0,
-                       p16 + static_cast<ptrdiff_t>(r0) * lds, lds, vp + 2 * j, 2 * d,
+                       p16 + static_cast<ptrdiff_t>(r0) * lds, lds,
+                       vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
                        o + static_cast<ptrdiff_t>(r0) * d + j, d);
           }
         }

@@ -56,6 +56,9 @@ inline void ForTileRows(int m, Fn&& fn) {
   }
 }
 
+// BF16 values in one 16-column slab of pack_v's layout.
+inline constexpr ptrdiff_t PairSlabStride(int n_keys) { return ptrdiff_t{32} * ((n_keys + 1) / 2); }
+
 // The BF16 kernels (vdpbf16ps). BF16 arrays are uint16_t bit patterns; both
 // GEMMs take their depth in pairs of BF16 values.
 struct Bf16AttentionKernels {
@@ -67,8 +70,9 @@ struct Bf16AttentionKernels {
   // holds ceil(n_keys/16)*16*d values; d is a multiple of 32.
   void (*pack_kt)(const float* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst);
 
-  // Packs rows [0, n_keys) of V (exact in BF16) as key pairs: dst[q][e][r] =
-  // key 2q+r, element e (key n_keys, when odd, is zero). ld of a pair: 2 * d.
+  // Packs rows [0, n_keys) of V (exact in BF16) as key pairs in 16-column
+  // slabs: dst[e / 16][q][e % 16][r] = key 2q+r, element e (key n_keys, when
+  // odd, is zero). A slab is PairSlabStride(n_keys) values; a pair 32.
   void (*pack_v)(const float* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst);
 
   // C[m][16] = (accumulate ? C : 0) + alpha * A[m][2*kpairs] . B, 1 <= m <= 6;
@@ -78,9 +82,9 @@ struct Bf16AttentionKernels {
                   float alpha, float* c, ptrdiff_t ldc, bool accumulate);
 
   // C[m][16] += sum over keys [k0, k1) of P[i][key] * V[key][0..16), P row i at
-  // p + i * ldp (BF16, indexed by key), V a pack_v array advanced to column j
-  // (vp + 2 * j) with ldvp = 2 * d. Keys outside [k0, k1) are never read, not
-  // even the partner of an edge key.
+  // p + i * ldp (BF16, indexed by key), V a pack_v slab (pair q at vp + q *
+  // ldvp, ldvp = 32). Keys outside [k0, k1) are never read, not even the
+  // partner of an edge key.
   void (*gemm_pv)(int m, int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
                   ptrdiff_t ldvp, float* c, ptrdiff_t ldc);
 
