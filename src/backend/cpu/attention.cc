@@ -54,6 +54,8 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);
     float* kt = ws.kt.Get(static_cast<size_t>(chunk) * d);
     float* s = ws.s.Get(static_cast<size_t>(rows) * chunk);
+    float* vs = ws.vs.Get(static_cast<size_t>(chunk) * d);
+    const ptrdiff_t slab = static_cast<ptrdiff_t>(chunk) * kTileCols;
     const float* k_head = pr.k + static_cast<ptrdiff_t>(g) * d;
     const float* v_head = pr.v + static_cast<ptrdiff_t>(g) * d;
 
@@ -61,7 +63,15 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
       const int c1 = std::min(c0 + chunk, hull.end);
       const int lds = RoundUp(c1 - c0, kTileCols);
       kn.pack_kt(k_head + c0 * ldkv, ldkv, c1 - c0, d, kt);
-      if (v_head != k_head) PrefetchRows(v_head + c0 * ldkv, ldkv, c1 - c0, d);
+      // V in 16-column slabs (slab stride chunk * 16): P.V then streams 64-byte
+      // rows instead of striding by Hkv * D floats, which aliases to a few L1
+      // sets once D is 512.
+      for (int r = 0; r < c1 - c0; ++r) {
+        const float* src = v_head + (c0 + r) * ldkv;
+        for (int j = 0; j < d; j += kTileCols)
+          std::memcpy(vs + (j / kTileCols) * slab + r * kTileCols, src + j,
+                      sizeof(float) * kTileCols);
+      }
 
       // Scores: only the 16-key panels that meet a tile's own keys. The K^T
       // panel stays hot while every tile of the block passes over it.
@@ -92,7 +102,8 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
             const int r0 = ws.tile_row0[tile];
             kn.gemm(ws.tile_rows[tile], seg.end - seg.begin,
                     s + static_cast<ptrdiff_t>(r0) * lds + (seg.begin - c0), lds,
-                    v_head + seg.begin * ldkv + j, ldkv, o + static_cast<ptrdiff_t>(r0) * d + j, d,
+                    vs + (j / kTileCols) * slab + (seg.begin - c0) * kTileCols, kTileCols,
+                    o + static_cast<ptrdiff_t>(r0) * d + j, d,
                     true);
           }
         }

@@ -61,7 +61,7 @@ struct Range {
 
 // Per-thread scratch, reused by every block this thread runs.
 struct Workspace {
-  FloatBuffer q, o, s, kt;
+  FloatBuffer q, o, s, kt, vs;            // vs: V of a chunk in 16-column slabs
   FloatBuffer q16, kt16, v16, p16;        // BF16 path (uint16_t in float storage)
   std::vector<float> m, l;                // running max and denominator per row
   std::vector<Range> row_keys;            // per row
