@@ -44,7 +44,7 @@ struct Shape {
 struct Problem {
   int n_tokens = 0, n_keys = 0;
   std::vector<float> q, k, v, out;
-  std::vector<uint16_t> q16;
+  std::vector<uint16_t> q16, k16, v16;
   std::vector<int32_t> begin, end;
 };
 
@@ -92,7 +92,8 @@ struct Batch {
   }
   const std::vector<float>& V(const Problem& p) const { return s.shared_kv ? p.k : p.v; }
 
-  void Run(AttentionIsa isa, ThreadPool* pool, bool bf16_queries = true) {
+  // bf16_tiles: K/V handed over as BF16 tiles (k16 / v16), as the step does.
+  void Run(AttentionIsa isa, ThreadPool* pool, bool bf16_queries = true, bool bf16_tiles = false) {
     std::vector<SeqProblem> seqs;
     for (Problem& p : problems) {
       p.q16.resize(p.q.size());
@@ -101,6 +102,16 @@ struct Batch {
       SeqProblem sp{p.n_tokens, p.q.data(), p.n_keys, p.k.data(), V(p).data(),
                     p.begin.data(), p.end.data(), p.out.data()};
       sp.q_bf16 = bf16_queries ? p.q16.data() : nullptr;
+      if (bf16_tiles) {
+        p.k16.resize(p.k.size());
+        for (size_t i = 0; i < p.k.size(); ++i) p.k16[i] = Bf16Bits(p.k[i]);
+        p.v16.resize(p.v.size());
+        for (size_t i = 0; i < p.v.size(); ++i) p.v16[i] = Bf16Bits(p.v[i]);
+        sp.k = sp.v = nullptr;
+        sp.q = nullptr;
+        sp.k16 = p.k16.data();
+        sp.v16 = s.shared_kv ? p.k16.data() : p.v16.data();
+      }
       seqs.push_back(sp);
     }
     const AttentionShape shape{s.hq, s.hkv, s.d, scale, s.sinks ? sinks.data() : nullptr};
@@ -186,6 +197,11 @@ TEST_F(Bf16Attention, DecodePrefillAndLongWindowsMatchDenseReference) {
       const double worst = b.Check("bf16");
       EXPECT_LE(worst, 1.0);
       std::printf("Hq %d Hkv %d D %d: worst error / budget %.3f\n", s.hq, s.hkv, s.d, worst);
+      // BF16 tiles pack to the same panels: the same bits.
+      std::vector<std::vector<float>> fp32_tiles;
+      for (const Problem& p : b.problems) fp32_tiles.push_back(p.out);
+      b.Run(AttentionIsa::kBf16, pool, true, /*bf16_tiles=*/true);
+      for (size_t i = 0; i < b.problems.size(); ++i) EXPECT_EQ(b.problems[i].out, fp32_tiles[i]);
     }
   }
 }

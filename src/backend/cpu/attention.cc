@@ -205,6 +205,10 @@ bool Bf16KernelsAvailable() {
 #endif
 }
 
+bool Bf16AttentionSelected() {
+  return Resolve(AttentionIsa::kAuto) == AttentionIsa::kBf16 && Bf16KernelsAvailable();
+}
+
 const char* AttentionKernelName() { return SelectKernels(AttentionIsa::kAuto).name; }
 
 void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProblem* problems,
@@ -252,6 +256,7 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
       if (c->kb != nullptr && pr.q_bf16 != nullptr) {
         RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       } else {
+        assert(pr.k != nullptr && pr.v != nullptr && pr.q != nullptr);
         RunBlock(*c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       }
     }

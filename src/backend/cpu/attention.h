@@ -46,6 +46,11 @@ struct SeqProblem {
   // BF16 (an MXFP8 or BF16 ring), the BF16 kernels may run: products exact,
   // FP32 sums, P rounded to BF16 for P.V (docs/cpu_attention.md, "Paths").
   const uint16_t* q_bf16 = nullptr;
+  // K and V tiles as BF16 ([n_keys, Hkv, D] each, may be equal) in place of
+  // k and v (then nullptr): only for problems with q_bf16 and only when
+  // Bf16AttentionSelected() (the BF16 kernels read them; q may be nullptr).
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
 };
 
 // Computes o = sum_j exp(z_j - m) v_j / (sum_j exp(z_j - m) + exp(S_h - m)),
@@ -70,6 +75,9 @@ bool Avx2KernelsAvailable();
 bool Avx512KernelsAvailable();
 // True when the AVX512-BF16 kernels are compiled in and the CPU supports them.
 bool Bf16KernelsAvailable();
+// True when Attend (kAuto) runs the BF16 kernels for problems with q_bf16:
+// SWACACHE_ATTENTION does not force an FP32 set and Bf16KernelsAvailable().
+bool Bf16AttentionSelected();
 // The ISA SWACACHE_ATTENTION forces (kAuto when unset or unknown).
 AttentionIsa ForcedAttentionIsa();
 // The name of the kernel set kAuto runs ("avx512", "avx2_fma", "portable").

@@ -56,14 +56,24 @@ inline void Transpose16(__m512i r[16]) {
   }
 }
 
-// 32 consecutive floats -> 16 dwords of BF16 pairs (x[2i] low, x[2i+1] high).
+// 32 consecutive values -> 16 dwords of BF16 pairs (x[2i] low, x[2i+1] high).
 inline __m512i PairsOf(const float* x) {
   return _mm512_castps_si512(
       (__m512)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 16), _mm512_loadu_ps(x)));
 }
+inline __m512i PairsOf(const uint16_t* x) { return _mm512_loadu_si512(x); }
+
+// 16 consecutive values -> 16 dwords, the value in the low half.
+inline __m512i Widen(const float* x) {
+  return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x)));
+}
+inline __m512i Widen(const uint16_t* x) {
+  return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+}
 
 // dst[p][d/2][16][2]: panel p holds keys 16p .. 16p + 15, depth in pairs.
-void PackKt(const float* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst) {
+template <typename T>
+void PackKt(const T* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst) {
   for (int p0 = 0; p0 < n_keys; p0 += kTileCols) {
     int32_t* panel = reinterpret_cast<int32_t*>(dst + static_cast<ptrdiff_t>(p0) * d);
     const int keys = n_keys - p0 < kTileCols ? n_keys - p0 : kTileCols;
@@ -80,18 +90,17 @@ void PackKt(const float* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst) {
 // dst[e / 16][q][e % 16][r] = key 2q + r (zero past n_keys), element e: each
 // 16-column slab holds its key pairs contiguously (64 bytes apart), so P.V
 // streams them (a stride of 2 * d values would alias to a few L1 sets).
-void PackV(const float* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst) {
+template <typename T>
+void PackV(const T* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst) {
   const ptrdiff_t slab = static_cast<ptrdiff_t>(PairSlabStride(n_keys));
   for (int key = 0; key < n_keys; key += 2) {
     uint16_t* out = dst + static_cast<ptrdiff_t>(key / 2) * 32;
-    const float* a = v + key * ldv;
-    const float* b = key + 1 < n_keys ? v + (key + 1) * ldv : nullptr;
+    const T* a = v + key * ldv;
+    const T* b = key + 1 < n_keys ? v + (key + 1) * ldv : nullptr;
     for (int e = 0; e < d; e += 16) {
-      const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(a + e)));
+      const __m512i lo = Widen(a + e);
       __m512i hi = _mm512_setzero_si512();
-      if (b != nullptr)
-        hi = _mm512_slli_epi32(
-            _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(b + e))), 16);
+      if (b != nullptr) hi = _mm512_slli_epi32(Widen(b + e), 16);
       _mm512_storeu_si512(out + (e / 16) * slab, _mm512_or_si512(lo, hi));
     }
   }
@@ -214,7 +223,9 @@ void ToBf16(const float* src, int n, uint16_t* dst) {
 }  // namespace
 
 const Bf16AttentionKernels* Avx512Bf16AttentionKernels() {
-  static const Bf16AttentionKernels kBf16 = {"avx512_bf16", PackKt, PackV, GemmQk, GemmPv, ToBf16};
+  static const Bf16AttentionKernels kBf16 = {
+      "avx512_bf16", PackKt<float>, PackV<float>, PackKt<uint16_t>, PackV<uint16_t>,
+      GemmQk,        GemmPv,        ToBf16};
   return &kBf16;
 }
 

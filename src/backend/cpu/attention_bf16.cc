@@ -49,14 +49,20 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
     uint16_t* vp = U16(ws.v16, static_cast<size_t>(chunk) * d);
     float* s = ws.s.Get(static_cast<size_t>(rows) * chunk);
     uint16_t* p16 = U16(ws.p16, static_cast<size_t>(rows) * chunk);
-    const float* k_head = pr.k + static_cast<ptrdiff_t>(g) * d;
-    const float* v_head = pr.v + static_cast<ptrdiff_t>(g) * d;
+    // FP32 tiles, or BF16 ones (k16 / v16) that pack without converting.
+    const ptrdiff_t head = static_cast<ptrdiff_t>(g) * d;
+    const bool tile16 = pr.k16 != nullptr;
 
     for (int c0 = hull.begin; c0 < hull.end; c0 += chunk) {
       const int c1 = std::min(c0 + chunk, hull.end);
       const int lds = RoundUp(c1 - c0, kTileCols);
-      kb.pack_kt(k_head + c0 * ldkv, ldkv, c1 - c0, d, kt);
-      kb.pack_v(v_head + c0 * ldkv, ldkv, c1 - c0, d, vp);
+      if (tile16) {
+        kb.pack_kt16(pr.k16 + head + c0 * ldkv, ldkv, c1 - c0, d, kt);
+        kb.pack_v16(pr.v16 + head + c0 * ldkv, ldkv, c1 - c0, d, vp);
+      } else {
+        kb.pack_kt(pr.k + head + c0 * ldkv, ldkv, c1 - c0, d, kt);
+        kb.pack_v(pr.v + head + c0 * ldkv, ldkv, c1 - c0, d, vp);
+      }
 
       for (int d0 = 0; d0 < d; d0 += kBf16DepthSplit) {
         const int depth = std::min(kBf16DepthSplit, d - d0);

@@ -75,6 +75,10 @@ struct Bf16AttentionKernels {
   // odd, is zero). A slab is PairSlabStride(n_keys) values; a pair 32.
   void (*pack_v)(const float* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst);
 
+  // pack_kt and pack_v from BF16 rows (no conversion).
+  void (*pack_kt16)(const uint16_t* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst);
+  void (*pack_v16)(const uint16_t* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst);
+
   // C[m][16] = (accumulate ? C : 0) + alpha * A[m][2*kpairs] . B, 1 <= m <= 6;
   // A row i at a + i * lda (BF16, contiguous), B a pack_kt panel at depth pair
   // 0 (32 values per pair). Products exact, sums in FP32.
