@@ -113,8 +113,10 @@ struct Fixture {
 // The unfused pipeline an engine would otherwise run on the same ring rows:
 // dequantise with our codec into tiles, then OpenBLAS sgemm, softmax, sgemm.
 // GFLOP/s of its best repeat; 0 without OpenBLAS.
+// *gf_cpu: the same per CPU-second of the process (best repeat).
 double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned threads,
-                      double flops, double budget, int reps) {
+                      double flops, double budget, int reps, double* gf_cpu) {
+  *gf_cpu = 0;
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
     // The same ring rows, dequantised into the tiles the pipeline multiplies.
     openblas_set_num_threads(int(threads));
@@ -159,6 +161,7 @@ double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned th
           OpenBlasPipeline(x, blas_out.data(), scratch);
         },
         budget, reps);
+    *gf_cpu = flops / t.best_cpu_s / 1e9;
     return flops / t.best_s / 1e9;
 #else
   (void)c, (void)f, (void)seqs, (void)threads, (void)flops, (void)budget, (void)reps;
@@ -235,9 +238,12 @@ int main(int argc, char** argv) {
   std::printf("(b) OpenBLAS baseline: SKIPPED (not found at configure time)\n");
 #endif
   std::printf("machine load (1/5/15 min): %s\n\n", LoadAverage().c_str());
-  std::printf("%-40s %4s %3s %9s %8s %6s %8s %8s %8s %6s %9s %8s %8s %7s %7s\n", "case", "seqs",
-              "thr", "fp32 us", "fp32 GF", "%peak", "GF/CPU", "bf16 GF", "GF/CPU", "bf/fp", "base GF",
-              "fp/base", "bf/base", "scal32", "scal16");
+  std::printf("%-32s %4s %3s | %7s %7s %7s %7s %7s %7s | %7s %7s %7s %7s %7s %7s %6s %6s | %6s %6s\n",
+              "case", "seqs", "thr", "fp32", "bf16", "base", "fp/base", "bf/base", "bf/fp",
+              "fp32", "bf16", "base", "fp/base", "bf/base", "bf/fp", "%FMA", "%dpbf", "scal32",
+              "scal16");
+  std::printf("%-32s %4s %3s | %-47s | %-63s |\n", "", "", "", "wall clock GFLOP/s, best repeat",
+              "GFLOP per CPU-second of the process, best repeat");
 
   const StepCase cases[] = {
       {"DeepSeek-V4-like MXFP8 Hq64 1xD512 shared", SWA_FORMAT_MXFP8, 64, 1, 512, true},
@@ -258,31 +264,37 @@ int main(int argc, char** argv) {
         best = best_cpu = best16 = best16_cpu = 1e30;
         if (only != "bf16" && !TimeStep(f, seqs, reps, false, &best, &best_cpu)) return 1;
         if (only != "fp32" && !TimeStep(f, seqs, reps, true, &best16, &best16_cpu)) return 1;
-        const double gf = flops / best / 1e9, gf16 = flops / best16 / 1e9;
+        const double gf = flops / best / 1e9, gf16 = flops / best16 / 1e9;  // 0-ish if skipped
         const double gf_cpu = flops / best_cpu / 1e9, gf16_cpu = flops / best16_cpu / 1e9;
         if (threads == 1) one_thread = gf, one_thread16 = gf16;
 
+        double base_cpu = 0;
         const double base_gf =
-            only.empty() ? BaselineGflops(c, f, seqs, threads, flops, budget, reps) : 0;
-        char scaling[16] = "-", scaling16[16] = "-", ratio[16] = "-", ratio16[16] = "-",
-             pct[16] = "-";
-        if (threads == 2 && one_thread > 0) {
-          std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
-          std::snprintf(scaling16, sizeof scaling16, "%.2fx", gf16 / one_thread16);
-        }
-        if (base_gf > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", gf / base_gf);
-        if (base_gf > 0) std::snprintf(ratio16, sizeof ratio16, "%.2fx", gf16 / base_gf);
-        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf / peak / threads);
-        std::printf("%-40s %4d %3u %9.1f %8.1f %6s %8.1f %8.1f %8.1f %5.2fx %9.1f %8s %8s %7s %7s\n",
-                    c.name, seqs, threads, best * 1e6, gf, pct, gf_cpu, gf16, gf16_cpu, gf16 / gf, base_gf,
-                    ratio, ratio16, scaling, scaling16);
+            only.empty() ? BaselineGflops(c, f, seqs, threads, flops, budget, reps, &base_cpu) : 0;
+        auto ratio = [](double x, double y) {
+          char buf[16] = "-";
+          if (x > 0 && y > 0 && x < 1e12 && y < 1e12) std::snprintf(buf, sizeof buf, "%.2fx", x / y);
+          return std::string(buf);
+        };
+        std::string scal32 = "-", scal16 = "-";
+        if (threads == 2) scal32 = ratio(gf, one_thread), scal16 = ratio(gf16, one_thread16);
+        char pct[16] = "-", pct16[16] = "-";
+        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak / threads);
+        if (peak_bf16 > 0)
+          std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16 / threads);
+        std::printf("%-32.32s %4d %3u | %7.1f %7.1f %7.1f %7s %7s %7s | %7.1f %7.1f %7.1f %7s %7s %7s %6s %6s | %6s %6s\n",
+                    c.name, seqs, threads, gf, gf16, base_gf, ratio(gf, base_gf).c_str(),
+                    ratio(gf16, base_gf).c_str(), ratio(gf16, gf).c_str(), gf_cpu, gf16_cpu,
+                    base_cpu, ratio(gf_cpu, base_cpu).c_str(), ratio(gf16_cpu, base_cpu).c_str(),
+                    ratio(gf16_cpu, gf_cpu).c_str(), pct, pct16, scal32.c_str(), scal16.c_str());
       }
     }
   }
-  std::printf("\nGF: GFLOP/s, wall clock, best repeat; %%peak: fp32 per thread against the larger "
-              "FMA peak of (a);\nGF/CPU: flops per CPU-second of the process (all threads), best "
-              "repeat; bf/fp: bf16 vs fp32 (wall);\nfp/base, bf/base: ours vs (b) on the same threads; "
-              "scal32, scal16: 2 threads vs 1.\nmachine load (1/5/15 min): %s\n",
+  std::printf("\nfp32: FP32 queries; bf16: the same queries as BF16; base: (b) on the same threads.\n"
+              "%%FMA: fp32 per CPU-second against the larger FMA peak of (a), per thread; %%dpbf: bf16\n"
+              "against the vdpbf16ps peak. scal32, scal16: 2 threads vs 1, wall clock (only meaningful\n"
+              "on an otherwise idle machine). CPU-second figures ignore time the process was not\n"
+              "running (robust to other load), not the caches it shares.\nmachine load (1/5/15 min): %s\n",
               LoadAverage().c_str());
   return 0;
 }
