@@ -279,9 +279,9 @@ int main(int argc, char** argv) {
         std::string scal32 = "-", scal16 = "-";
         if (threads == 2) scal32 = ratio(gf, one_thread), scal16 = ratio(gf16, one_thread16);
         char pct[16] = "-", pct16[16] = "-";
-        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak / threads);
+        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak);
         if (peak_bf16 > 0)
-          std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16 / threads);
+          std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16);
         std::printf("%-32.32s %4d %3u | %7.1f %7.1f %7.1f %7s %7s %7s | %7.1f %7.1f %7.1f %7s %7s %7s %6s %6s | %6s %6s\n",
                     c.name, seqs, threads, gf, gf16, base_gf, ratio(gf, base_gf).c_str(),
                     ratio(gf16, base_gf).c_str(), ratio(gf16, gf).c_str(), gf_cpu, gf16_cpu,
@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\nfp32: FP32 queries; bf16: the same queries as BF16; base: (b) on the same threads.\n"
-              "%%FMA: fp32 per CPU-second against the larger FMA peak of (a), per thread; %%dpbf: bf16\n"
+              "%%FMA: fp32 per CPU-second against the larger 1-core FMA peak of (a); %%dpbf: bf16\n"
               "against the vdpbf16ps peak. scal32, scal16: 2 threads vs 1, wall clock (only meaningful\n"
               "on an otherwise idle machine). CPU-second figures ignore time the process was not\n"
               "running (robust to other load), not the caches it shares.\nmachine load (1/5/15 min): %s\n",

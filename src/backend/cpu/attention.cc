@@ -37,16 +37,24 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
   const int tiles = CutTiles(rows, ws);
   const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
 
-  // Q, pre-scaled.
-  float* q = ws.q.Get(static_cast<size_t>(rows) * d);
+  // Q, pre-scaled. With one KV head the block's rows are consecutive rows of
+  // pr.q (row i is (token, head) = i / Hq, i % Hq): they are read in place and
+  // the scale multiplies the scores instead (a pass over rows * keys, not over
+  // rows * D).
+  const bool q_in_place = shape.kv_heads == 1;
+  const float* q = pr.q + static_cast<ptrdiff_t>(row0) * d;
+  if (!q_in_place) {
+    float* qs = ws.q.Get(static_cast<size_t>(rows) * d);
+    for (int i = 0; i < rows; ++i) {
+      const int t = (row0 + i) / ratio;
+      const int h = g * ratio + (row0 + i) % ratio;
+      kn.scale_row(qs + static_cast<ptrdiff_t>(i) * d,
+                   pr.q + (static_cast<ptrdiff_t>(t) * hq + h) * d, d, shape.scale);
+    }
+    q = qs;
+  }
   float* o = ws.o.Get(static_cast<size_t>(rows) * d);
   std::memset(o, 0, sizeof(float) * rows * d);
-  for (int i = 0; i < rows; ++i) {
-    float* dst = q + static_cast<ptrdiff_t>(i) * d;
-    const int t = (row0 + i) / ratio;
-    const int h = g * ratio + (row0 + i) % ratio;
-    kn.scale_row(dst, pr.q + (static_cast<ptrdiff_t>(t) * hq + h) * d, d, shape.scale);
-  }
 
   if (hull.begin < hull.end) {
     const int span = hull.end - hull.begin;
@@ -86,6 +94,15 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
                     kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols, kTileCols,
                     s + static_cast<ptrdiff_t>(r0) * lds + p, lds, d0 > 0);
           }
+        }
+      }
+
+      if (q_in_place) {
+        for (int i = 0; i < rows; ++i) {
+          const Range rk = Intersect(ws.row_keys[i], c0, c1);
+          if (rk.begin >= rk.end) continue;
+          float* srow = s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0);
+          kn.scale_row(srow, srow, rk.end - rk.begin, shape.scale);
         }
       }
 
