@@ -105,6 +105,24 @@ __attribute__((target("avx512f"))) inline double FmaPeakAvx512(long iters) {
   if (sink == 12345.0f) std::puts("");
   return 12.0 * 16 * 2 * iters / s / 1e9;
 }
+// vdpbf16ps peak: 12 independent chains, 32 BF16 products (64 FLOP) each.
+__attribute__((target("avx512f,avx512bf16"))) inline double Bf16DotPeakAvx512(long iters) {
+#define SWA_DECL6(i) __m512 a##i = _mm512_set1_ps(1.0f + (i) * 1e-3f);
+  SWA_CHAINS(SWA_DECL6)
+  const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  const __m512bh y = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f));
+  const double t0 = ThreadCpuSeconds();
+  for (long it = 0; it < iters; ++it) {
+#define SWA_DOT6(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+    SWA_CHAINS(SWA_DOT6)
+  }
+  const double s = ThreadCpuSeconds() - t0;
+  float sink = 0;
+#define SWA_SUM6(i) sink += _mm512_reduce_add_ps(a##i);
+  SWA_CHAINS(SWA_SUM6)
+  if (sink == 12345.0f) std::puts("");
+  return 12.0 * 32 * 2 * iters / s / 1e9;
+}
 #endif
 
 inline double BestOf(double (*fn)(long), int reps) {

@@ -39,6 +39,7 @@ struct Fixture {
   swa_plan_t* plan = nullptr;
   std::vector<swa_seq_t> decode;
   std::vector<float> q, kv, out, sinks;
+  std::vector<uint16_t> q16;  // q as BF16 (q itself holds the same, BF16-exact, values)
   swa_step_args_t args;
 
   Fixture(const StepCase& c, int seqs, unsigned threads) {
@@ -70,7 +71,15 @@ struct Fixture {
     kv.resize(size_t(t_max) * c.hkv * c.d * (c.shared_kv ? 1 : 2));
     out.resize(q.size());
     sinks.resize(c.hq);
-    for (float& x : q) x = u(rng);
+    q16.resize(q.size());
+    for (size_t i = 0; i < q.size(); ++i) {
+      uint32_t bits;
+      const float x = u(rng);
+      std::memcpy(&bits, &x, 4);
+      bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;  // nearest even
+      std::memcpy(&q[i], &bits, 4);
+      q16[i] = uint16_t(bits >> 16);
+    }
     for (float& x : kv) x = u(rng);
     for (float& x : sinks) x = u(rng);
     swa_step_args_init(&args);
@@ -104,8 +113,10 @@ struct Fixture {
 // The unfused pipeline an engine would otherwise run on the same ring rows:
 // dequantise with our codec into tiles, then OpenBLAS sgemm, softmax, sgemm.
 // GFLOP/s of its best repeat; 0 without OpenBLAS.
+// *gf_cpu: the same per CPU-second of the process (best repeat).
 double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned threads,
-                      double flops, double budget, int reps) {
+                      double flops, double budget, int reps, double* gf_cpu) {
+  *gf_cpu = 0;
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
     // The same ring rows, dequantised into the tiles the pipeline multiplies.
     openblas_set_num_threads(int(threads));
@@ -150,6 +161,7 @@ double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned th
           OpenBlasPipeline(x, blas_out.data(), scratch);
         },
         budget, reps);
+    *gf_cpu = flops / t.best_cpu_s / 1e9;
     return flops / t.best_s / 1e9;
 #else
   (void)c, (void)f, (void)seqs, (void)threads, (void)flops, (void)budget, (void)reps;
@@ -159,7 +171,11 @@ double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned th
 
 // Best wall and CPU seconds of `reps` swa_step calls, each re-planning the same
 // step (a rewind of kTokens, within the ring margin).
-bool TimeStep(Fixture& f, int seqs, int reps, double* best, double* best_cpu) {
+// bf16: the queries go in as BF16 (SWA_DTYPE_BF16), which lets the step take
+// the AVX512-BF16 kernels on an MXFP8 or BF16 ring.
+bool TimeStep(Fixture& f, int seqs, int reps, bool bf16, double* best, double* best_cpu) {
+  f.args.q = bf16 ? static_cast<const void*>(f.q16.data()) : f.q.data();
+  f.args.q_dtype = bf16 ? SWA_DTYPE_BF16 : SWA_DTYPE_FP32;
   *best = *best_cpu = 1e30;
   for (int r = 0; r < reps || *best > 1e29; ++r) {
     if (swa_plan_build(f.plan, f.decode.data(), uint32_t(seqs)) != SWA_OK) return false;
@@ -177,6 +193,7 @@ bool TimeStep(Fixture& f, int seqs, int reps, double* best, double* best_cpu) {
 int main(int argc, char** argv) {
   bool quick = false;
   int only_case = -1, only_seqs = -1, only_threads = -1, repeat = 0;
+  std::string only;  // "fp32" or "bf16": time that step alone, no peaks, no baseline (profiling)
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     const bool has_value = a + 1 < argc;
@@ -185,22 +202,35 @@ int main(int argc, char** argv) {
     else if (arg == "--seqs" && has_value) only_seqs = std::atoi(argv[++a]);
     else if (arg == "--threads" && has_value) only_threads = std::atoi(argv[++a]);
     else if (arg == "--repeat" && has_value) repeat = std::atoi(argv[++a]);
+    else if (arg == "--only" && has_value) only = argv[++a];
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--case N] [--seqs N] [--threads N] [--repeat N]\n",
+      std::fprintf(stderr, "usage: %s [--quick] [--case N] [--seqs N] [--threads N] [--repeat N] [--only fp32|bf16]\n",
                    argv[0]);
       return 2;
     }
   }
   const double budget = quick ? 0.2 : 1.0;
   const int reps = repeat > 0 ? repeat : quick ? 3 : 7;
-  double peak = 0;
+  double peak = 0, peak2 = 0, peak512 = 0, peak_bf16 = 0;
+  bool have_bf16 = false;
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    peak = BestOf(FmaPeakAvx2, reps);
+  if (only.empty() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    peak2 = BestOf(FmaPeakAvx2, reps);
+  if (only.empty() && __builtin_cpu_supports("avx512f")) peak512 = BestOf(FmaPeakAvx512, reps);
+  have_bf16 = __builtin_cpu_supports("avx512bf16");
+  if (only.empty() && have_bf16) peak_bf16 = BestOf(Bf16DotPeakAvx512, reps);
 #endif
+  peak = std::max(peak2, peak512);
+  const char* forced = std::getenv("SWACACHE_ATTENTION");
   std::printf("swa_step decode on the CPU backend: W %d, %d tokens per sequence, %d-token history\n",
               kWindow, kTokens, kHistory);
-  std::printf("(a) measured 1-core AVX2 FMA peak: %.1f GFLOP/s\n", peak);
+  std::printf("(a) measured 1-core FMA peak: AVX2 %.1f, AVX-512 %.1f GFLOP/s (%%peak uses the "
+              "larger); vdpbf16ps peak %.1f GFLOP/s\n",
+              peak2, peak512, peak_bf16);
+  std::printf("ours fp32: FP32 queries (SWACACHE_ATTENTION=%s); ours bf16: the same queries "
+              "as BF16 (%s)\n",
+              forced != nullptr ? forced : "unset: avx512 if the CPU has it",
+              have_bf16 ? "AVX512-BF16 kernels on MXFP8/BF16 rings" : "no AVX512-BF16: FP32 kernels");
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
   std::printf("(b) dequantise (our codec) + OpenBLAS %s (\"%s\") sgemm, softmax, sgemm\n",
               OPENBLAS_VERSION, openblas_get_corename());
@@ -208,9 +238,12 @@ int main(int argc, char** argv) {
   std::printf("(b) OpenBLAS baseline: SKIPPED (not found at configure time)\n");
 #endif
   std::printf("machine load (1/5/15 min): %s\n\n", LoadAverage().c_str());
-  std::printf("%-40s %4s %3s %10s %9s %7s %9s %7s %10s %10s %9s\n", "case", "seqs", "thr",
-              "step us", "GF/s", "%peak", "GF/CPU-s", "%peakC", "base GF/s", "ours/base",
-              "scaling");
+  std::printf("%-32s %4s %3s | %7s %7s %7s %7s %7s %7s | %7s %7s %7s %7s %7s %7s %6s %6s | %6s %6s\n",
+              "case", "seqs", "thr", "fp32", "bf16", "base", "fp/base", "bf/base", "bf/fp",
+              "fp32", "bf16", "base", "fp/base", "bf/base", "bf/fp", "%FMA", "%dpbf", "scal32",
+              "scal16");
+  std::printf("%-32s %4s %3s | %-47s | %-63s |\n", "", "", "", "wall clock GFLOP/s, best repeat",
+              "GFLOP per CPU-second of the process, best repeat");
 
   const StepCase cases[] = {
       {"DeepSeek-V4-like MXFP8 Hq64 1xD512 shared", SWA_FORMAT_MXFP8, 64, 1, 512, true},
@@ -221,31 +254,47 @@ int main(int argc, char** argv) {
     if (only_case >= 0 && ci != only_case) continue;
     for (int seqs : {16, 64}) {
       if (only_seqs > 0 && seqs != only_seqs) continue;
-      double one_thread = 0;
+      double one_thread = 0, one_thread16 = 0;
       for (unsigned threads : {1u, 2u}) {
         if (only_threads > 0 && int(threads) != only_threads) continue;
         Fixture f(c, seqs, threads);
         const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
         // CPU time of the process too: robust to preemption on a shared machine.
-        double best, best_cpu;
-        if (!TimeStep(f, seqs, reps, &best, &best_cpu)) return 1;
-        const double gf = flops / best / 1e9;
-        const double gf_cpu = flops / best_cpu / 1e9;
-        if (threads == 1) one_thread = gf;
+        double best, best_cpu, best16, best16_cpu;
+        best = best_cpu = best16 = best16_cpu = 1e30;
+        if (only != "bf16" && !TimeStep(f, seqs, reps, false, &best, &best_cpu)) return 1;
+        if (only != "fp32" && !TimeStep(f, seqs, reps, true, &best16, &best16_cpu)) return 1;
+        const double gf = flops / best / 1e9, gf16 = flops / best16 / 1e9;  // 0-ish if skipped
+        const double gf_cpu = flops / best_cpu / 1e9, gf16_cpu = flops / best16_cpu / 1e9;
+        if (threads == 1) one_thread = gf, one_thread16 = gf16;
 
-        const double base_gf = BaselineGflops(c, f, seqs, threads, flops, budget, reps);
-        char scaling[16] = "-", ratio[16] = "-", pct[16] = "-", pct_cpu[16] = "-";
-        if (threads == 2 && one_thread > 0) std::snprintf(scaling, sizeof scaling, "%.2fx", gf / one_thread);
-        if (base_gf > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", gf / base_gf);
-        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf / peak / threads);
-        if (peak > 0) std::snprintf(pct_cpu, sizeof pct_cpu, "%.0f%%", 100 * gf_cpu / peak);
-        std::printf("%-40s %4d %3u %10.1f %9.1f %7s %9.1f %7s %10.1f %10s %9s\n", c.name, seqs,
-                    threads, best * 1e6, gf, pct, gf_cpu, pct_cpu, base_gf, ratio, scaling);
+        double base_cpu = 0;
+        const double base_gf =
+            only.empty() ? BaselineGflops(c, f, seqs, threads, flops, budget, reps, &base_cpu) : 0;
+        auto ratio = [](double x, double y) {
+          char buf[16] = "-";
+          if (x > 0 && y > 0 && x < 1e12 && y < 1e12) std::snprintf(buf, sizeof buf, "%.2fx", x / y);
+          return std::string(buf);
+        };
+        std::string scal32 = "-", scal16 = "-";
+        if (threads == 2) scal32 = ratio(gf, one_thread), scal16 = ratio(gf16, one_thread16);
+        char pct[16] = "-", pct16[16] = "-";
+        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak);
+        if (peak_bf16 > 0)
+          std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16);
+        std::printf("%-32.32s %4d %3u | %7.1f %7.1f %7.1f %7s %7s %7s | %7.1f %7.1f %7.1f %7s %7s %7s %6s %6s | %6s %6s\n",
+                    c.name, seqs, threads, gf, gf16, base_gf, ratio(gf, base_gf).c_str(),
+                    ratio(gf16, base_gf).c_str(), ratio(gf16, gf).c_str(), gf_cpu, gf16_cpu,
+                    base_cpu, ratio(gf_cpu, base_cpu).c_str(), ratio(gf16_cpu, base_cpu).c_str(),
+                    ratio(gf16_cpu, gf_cpu).c_str(), pct, pct16, scal32.c_str(), scal16.c_str());
       }
     }
   }
-  std::printf("\nGF/s: wall clock, best repeat; %%peak per thread against (a); GF/CPU-s: flops "
-              "per CPU-second of\nthe process (all threads), best repeat; %%peakC: that against "
-              "(a); scaling: 2 threads vs 1.\nmachine load (1/5/15 min): %s\n", LoadAverage().c_str());
+  std::printf("\nfp32: FP32 queries; bf16: the same queries as BF16; base: (b) on the same threads.\n"
+              "%%FMA: fp32 per CPU-second against the larger 1-core FMA peak of (a); %%dpbf: bf16\n"
+              "against the vdpbf16ps peak. scal32, scal16: 2 threads vs 1, wall clock (only meaningful\n"
+              "on an otherwise idle machine). CPU-second figures ignore time the process was not\n"
+              "running (robust to other load), not the caches it shares.\nmachine load (1/5/15 min): %s\n",
+              LoadAverage().c_str());
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api/forced_attention_path.h"
 #include "api/test_layers.h"
 #include "common/dense_reference.h"
 #include "gtest/gtest.h"

@@ -112,7 +112,8 @@ TEST_P(StepTest, ChunkedPrefillThenSpeculativeDecodeMatchesDense) {
         accepted[s] = b.seqlen_k;
     }
   }
-  std::printf("%s: max relative error %.3g\n", c.name, h.max_error());
+  std::printf("%s: max relative error %.3g (steps on the BF16 budget: %.3g)\n", c.name,
+              h.max_error(), h.bf16_max_error());
 }
 
 TEST_P(StepTest, ReplayWithValidStart) {

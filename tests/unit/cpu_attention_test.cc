@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "api/forced_attention_path.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/thread_pool.h"
 #include "gtest/gtest.h"

@@ -14,201 +14,16 @@
 #include <new>
 #include <vector>
 
+#include "backend/cpu/attention_block.h"
 #include "backend/cpu/attention_kernels.h"
 
 namespace swa::cpu {
 namespace {
 
-constexpr int kMaxBlockRows = 192;     // 32 register tiles
-constexpr int kMinBlockRows = 24;      // below this, packing K^T dominates
-constexpr int kBlockFloats = 96 * 1024;    // Q (and O) block: rows * D
-constexpr int kKtFloats = 128 * 1024;      // one packed K^T chunk: keys * D
-constexpr int kScoreFloats = 64 * 1024;    // scores of a block: rows * keys
-constexpr int kMaxChunkKeys = 1024;
-constexpr int kDepthSplit = 256;  // D is cut in slices this deep so a K^T panel stays in L1
-
-// A float array aligned to a cache line that only ever grows.
-class FloatBuffer {
- public:
-  FloatBuffer() = default;
-  FloatBuffer(const FloatBuffer&) = delete;
-  FloatBuffer& operator=(const FloatBuffer&) = delete;
-  ~FloatBuffer() { Release(); }
-  float* Get(size_t n) {
-    if (n > capacity_) {
-      // Allocate before releasing: a bad_alloc must leave the buffer as it was
-      // (it is thread-local and outlives the failed step).
-      const size_t capacity = (n + 15) / 16 * 16;
-      float* fresh =
-          static_cast<float*>(::operator new(capacity * sizeof(float), std::align_val_t{64}));
-      Release();
-      data_ = fresh;
-      capacity_ = capacity;
-    }
-    return data_;
-  }
-
- private:
-  void Release() {
-    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{64});
-    data_ = nullptr;
-    capacity_ = 0;
-  }
-  float* data_ = nullptr;
-  size_t capacity_ = 0;
-};
-
-struct Range {
-  int begin, end;  // [begin, end); empty when begin >= end
-};
-
-// Per-thread scratch, reused by every block this thread runs.
-struct Workspace {
-  FloatBuffer q, o, s, kt;
-  std::vector<float> m, l;                // running max and denominator per row
-  std::vector<Range> row_keys;            // per row
-  std::vector<int> row_tile;              // register tile of each row
-  std::vector<int> tile_row0, tile_rows;  // rows of each register tile
-  std::vector<Range> tile_hull;           // keys of each register tile
-  std::vector<Range> tile_segments;       // kTileRows per tile, merged and sorted
-  std::vector<int> tile_segment_count;
-  std::vector<unsigned char> has_output;  // O row holds contributions to rescale
-};
+using namespace attn;  // NOLINT: the driver's own internals
 
 thread_local Workspace tls_workspace;
 thread_local std::vector<int64_t> tls_task_prefix;
-
-struct Blocking {
-  int block_rows;  // multiple of kTileRows
-  int chunk_keys;  // multiple of kTileCols
-};
-
-inline int RoundUp(int x, int a) { return (x + a - 1) / a * a; }
-inline int CeilDiv(int64_t x, int64_t a) { return static_cast<int>((x + a - 1) / a); }
-
-// Merges the key ranges of one register tile's rows (nearly always one or two
-// adjacent bands). P.V runs only over these keys, so a key that no row sees
-// (e.g. a NaN between two disjoint ranges) never multiplies into an output.
-int MergeRanges(const Range* rows, int n, Range* out) {
-  int count = 0;
-  for (int i = 0; i < n; ++i) {
-    if (rows[i].begin >= rows[i].end) continue;
-    out[count++] = rows[i];
-  }
-  std::sort(out, out + count, [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  int merged = 0;
-  for (int i = 0; i < count; ++i) {
-    if (merged > 0 && out[i].begin <= out[merged - 1].end) {
-      out[merged - 1].end = std::max(out[merged - 1].end, out[i].end);
-    } else {
-      out[merged++] = out[i];
-    }
-  }
-  return merged;
-}
-
-inline Range Intersect(Range a, int lo, int hi) {
-  return {std::max(a.begin, lo), std::min(a.end, hi)};
-}
-
-// Cuts `rows` rows into register tiles of at most kTileRows. A remainder of
-// 1..3 rows is merged with the last full tile and the two are split evenly
-// (8 = 4 + 4, not 6 + 2): a tile of 4+ rows keeps the FMA ports busy, one of
-// 1-2 rows does not.
-int CutTiles(int rows, Workspace& ws) {
-  ws.tile_row0.clear();
-  ws.tile_rows.clear();
-  int full = rows / kTileRows;
-  const int rem = rows % kTileRows;
-  int tail_a = 0, tail_b = 0;
-  if (rem == 0) {
-  } else if (rem <= 3 && full > 0) {
-    --full;
-    tail_a = (kTileRows + rem + 1) / 2;
-    tail_b = kTileRows + rem - tail_a;
-  } else {
-    tail_a = rem;
-  }
-  int row = 0;
-  for (int t = 0; t < full; ++t, row += kTileRows) {
-    ws.tile_row0.push_back(row);
-    ws.tile_rows.push_back(kTileRows);
-  }
-  for (int n : {tail_a, tail_b}) {
-    if (n == 0) continue;
-    ws.tile_row0.push_back(row);
-    ws.tile_rows.push_back(n);
-    row += n;
-  }
-  ws.row_tile.resize(rows);
-  for (size_t t = 0; t < ws.tile_rows.size(); ++t)
-    for (int i = 0; i < ws.tile_rows[t]; ++i) ws.row_tile[ws.tile_row0[t] + i] = static_cast<int>(t);
-  return static_cast<int>(ws.tile_rows.size());
-}
-
-// Asks for rows that P.V reads once the scores are done (the tile is usually
-// cold): the loads overlap the score GEMM instead of stalling the value GEMM.
-void PrefetchRows(const float* x, ptrdiff_t ld, int n, int d) {
-  for (int r = 0; r < n; ++r)
-    for (int e = 0; e < d; e += 16) __builtin_prefetch(x + r * ld + e, 0, 2);
-}
-
-// Logit soft-cap in place: x = cap * tanh(x / cap).
-void SoftCap(float* x, int n, float cap) {
-  const float inv = 1.0f / cap;
-  for (int j = 0; j < n; ++j) x[j] = cap * std::tanh(x[j] * inv);
-}
-
-// Online softmax over keys [c0, c1) of the chunk's scores `s` (row i at
-// s + i * lds): P = exp(S - m) inside each row's keys, 0 elsewhere in its
-// tile's hull (P.V reads exactly that hull's segments); rescales the rows'
-// running sums and outputs when their maximum grows.
-void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shape, int rows, int c0,
-                   int c1, int lds, float* s, float* o, int d, Workspace& ws) {
-  for (int i = 0; i < rows; ++i) {
-    const Range th = Intersect(ws.tile_hull[ws.row_tile[i]], c0, c1);
-    if (th.begin >= th.end) continue;
-    float* srow = s + static_cast<ptrdiff_t>(i) * lds - c0;  // indexed by key
-    const Range rk = Intersect(ws.row_keys[i], c0, c1);
-    if (rk.begin >= rk.end) {
-      std::fill(srow + th.begin, srow + th.end, 0.0f);
-      continue;
-    }
-    std::fill(srow + th.begin, srow + rk.begin, 0.0f);
-    std::fill(srow + rk.end, srow + th.end, 0.0f);
-    if (shape.softcap > 0) SoftCap(srow + rk.begin, rk.end - rk.begin, shape.softcap);
-    const float chunk_max = kn.row_max(srow + rk.begin, rk.end - rk.begin);
-    if (chunk_max > ws.m[i]) {
-      const float factor = std::exp(ws.m[i] - chunk_max);
-      ws.l[i] *= factor;
-      float* orow = o + static_cast<ptrdiff_t>(i) * d;
-      if (ws.has_output[i]) kn.scale_row(orow, orow, d, factor);
-      ws.m[i] = chunk_max;
-    }
-    ws.l[i] += kn.exp_sum(srow + rk.begin, rk.end - rk.begin, ws.m[i]);
-    ws.has_output[i] = 1;
-  }
-}
-
-// Normalised outputs (and LSEs) of the block's rows.
-void WriteRows(const AttentionKernels& kn, const SeqProblem& pr, int g, int row0, int rows,
-               int ratio, int hq, int d, const float* o, const Workspace& ws) {
-  for (int i = 0; i < rows; ++i) {
-    const int t = (row0 + i) / ratio;
-    const int h = g * ratio + (row0 + i) % ratio;
-    float* dst = pr.out + (static_cast<ptrdiff_t>(t) * hq + h) * d;
-    // l == 0 only for a row with no key and no sink: the result is 0. A NaN l
-    // fails the test and propagates.
-    if (ws.l[i] != 0.0f) {
-      kn.scale_row(dst, o + static_cast<ptrdiff_t>(i) * d, d, 1.0f / ws.l[i]);
-    } else {
-      std::memset(dst, 0, sizeof(float) * d);
-    }
-    if (pr.lse != nullptr)
-      pr.lse[static_cast<ptrdiff_t>(t) * hq + h] =
-          ws.l[i] != 0.0f ? ws.m[i] + std::log(ws.l[i]) : -std::numeric_limits<float>::infinity();
-  }
-}
 
 // Rows [row0, row1) of KV head g of one problem; row i is token i / ratio,
 // query head g * ratio + i % ratio.
@@ -220,45 +35,26 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
   const ptrdiff_t ldkv = static_cast<ptrdiff_t>(shape.kv_heads) * d;
   const int rows = row1 - row0;
   const int tiles = CutTiles(rows, ws);
+  const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
 
-  ws.row_keys.resize(rows);
-  ws.m.resize(rows);
-  ws.l.resize(rows);
-  ws.has_output.resize(rows);
-  ws.tile_hull.resize(tiles);
-  ws.tile_segments.resize(static_cast<size_t>(tiles) * kTileRows);
-  ws.tile_segment_count.resize(tiles);
-
-  for (int i = 0; i < rows; ++i) {
-    const int t = (row0 + i) / ratio;
-    Range keys{std::max(pr.key_begin[t], 0), std::min(pr.key_end[t], pr.n_keys)};
-    if (keys.begin >= keys.end) keys = {0, 0};
-    ws.row_keys[i] = keys;
+  // Q, pre-scaled. With one KV head the block's rows are consecutive rows of
+  // pr.q (row i is (token, head) = i / Hq, i % Hq): they are read in place and
+  // the scale multiplies the scores instead (a pass over rows * keys, not over
+  // rows * D).
+  const bool q_in_place = shape.kv_heads == 1;
+  const float* q = pr.q + static_cast<ptrdiff_t>(row0) * d;
+  if (!q_in_place) {
+    float* qs = ws.q.Get(static_cast<size_t>(rows) * d);
+    for (int i = 0; i < rows; ++i) {
+      const int t = (row0 + i) / ratio;
+      const int h = g * ratio + (row0 + i) % ratio;
+      kn.scale_row(qs + static_cast<ptrdiff_t>(i) * d,
+                   pr.q + (static_cast<ptrdiff_t>(t) * hq + h) * d, d, shape.scale);
+    }
+    q = qs;
   }
-  Range hull{std::numeric_limits<int>::max(), std::numeric_limits<int>::min()};
-  for (int tile = 0; tile < tiles; ++tile) {
-    Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
-    const int n = MergeRanges(&ws.row_keys[ws.tile_row0[tile]], ws.tile_rows[tile], segs);
-    ws.tile_segment_count[tile] = n;
-    ws.tile_hull[tile] = n > 0 ? Range{segs[0].begin, segs[n - 1].end} : Range{0, 0};
-    if (n > 0) hull = {std::min(hull.begin, segs[0].begin), std::max(hull.end, segs[n - 1].end)};
-  }
-
-  // Q, pre-scaled.
-  float* q = ws.q.Get(static_cast<size_t>(rows) * d);
   float* o = ws.o.Get(static_cast<size_t>(rows) * d);
   std::memset(o, 0, sizeof(float) * rows * d);
-  for (int i = 0; i < rows; ++i) {
-    float* dst = q + static_cast<ptrdiff_t>(i) * d;
-    const int t = (row0 + i) / ratio;
-    const int h = g * ratio + (row0 + i) % ratio;
-    kn.scale_row(dst, pr.q + (static_cast<ptrdiff_t>(t) * hq + h) * d, d, shape.scale);
-    // The sink enters as a key with logit S_h and no value: m starts at S_h
-    // with denominator exp(S_h - m) = 1.
-    ws.m[i] = shape.sinks != nullptr ? shape.sinks[h] : -std::numeric_limits<float>::infinity();
-    ws.l[i] = shape.sinks != nullptr ? 1.0f : 0.0f;
-    ws.has_output[i] = 0;
-  }
 
   if (hull.begin < hull.end) {
     const int span = hull.end - hull.begin;
@@ -266,6 +62,8 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);
     float* kt = ws.kt.Get(static_cast<size_t>(chunk) * d);
     float* s = ws.s.Get(static_cast<size_t>(rows) * chunk);
+    float* vs = ws.vs.Get(static_cast<size_t>(chunk) * d);
+    const ptrdiff_t slab = static_cast<ptrdiff_t>(chunk) * kTileCols;
     const float* k_head = pr.k + static_cast<ptrdiff_t>(g) * d;
     const float* v_head = pr.v + static_cast<ptrdiff_t>(g) * d;
 
@@ -273,7 +71,15 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
       const int c1 = std::min(c0 + chunk, hull.end);
       const int lds = RoundUp(c1 - c0, kTileCols);
       kn.pack_kt(k_head + c0 * ldkv, ldkv, c1 - c0, d, kt);
-      if (v_head != k_head) PrefetchRows(v_head + c0 * ldkv, ldkv, c1 - c0, d);
+      // V in 16-column slabs (slab stride chunk * 16): P.V then streams 64-byte
+      // rows instead of striding by Hkv * D floats, which aliases to a few L1
+      // sets once D is 512.
+      for (int r = 0; r < c1 - c0; ++r) {
+        const float* src = v_head + (c0 + r) * ldkv;
+        for (int j = 0; j < d; j += kTileCols)
+          std::memcpy(vs + (j / kTileCols) * slab + r * kTileCols, src + j,
+                      sizeof(float) * kTileCols);
+      }
 
       // Scores: only the 16-key panels that meet a tile's own keys. The K^T
       // panel stays hot while every tile of the block passes over it.
@@ -291,6 +97,15 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
         }
       }
 
+      if (q_in_place) {
+        for (int i = 0; i < rows; ++i) {
+          const Range rk = Intersect(ws.row_keys[i], c0, c1);
+          if (rk.begin >= rk.end) continue;
+          float* srow = s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0);
+          kn.scale_row(srow, srow, rk.end - rk.begin, shape.scale);
+        }
+      }
+
       OnlineSoftmax(kn, shape, rows, c0, c1, lds, s, o, d, ws);
 
       // O += P V over each tile's merged key segments; a 16-column V panel
@@ -304,7 +119,8 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
             const int r0 = ws.tile_row0[tile];
             kn.gemm(ws.tile_rows[tile], seg.end - seg.begin,
                     s + static_cast<ptrdiff_t>(r0) * lds + (seg.begin - c0), lds,
-                    v_head + seg.begin * ldkv + j, ldkv, o + static_cast<ptrdiff_t>(r0) * d + j, d,
+                    vs + (j / kTileCols) * slab + (seg.begin - c0) * kTileCols, kTileCols,
+                    o + static_cast<ptrdiff_t>(r0) * d + j, d,
                     true);
           }
         }
@@ -343,26 +159,36 @@ Blocking ChooseBlocking(const AttentionShape& shape, const SeqProblem* problems,
   return {rows, chunk};
 }
 
-// SWACACHE_ATTENTION, read once.
-AttentionIsa ForcedIsa() {
-  static const AttentionIsa forced = [] {
-    const char* env = std::getenv("SWACACHE_ATTENTION");
-    const std::string want = env != nullptr ? env : "";
-    if (want == "portable") return AttentionIsa::kPortable;
-    if (want == "avx2") return AttentionIsa::kAvx2;
-    return AttentionIsa::kAvx512;
-  }();
-  return forced;
+AttentionIsa Resolve(AttentionIsa isa) {
+  if (isa != AttentionIsa::kAuto) return isa;
+  isa = ForcedAttentionIsa();
+  return isa == AttentionIsa::kAuto ? AttentionIsa::kBf16 : isa;
 }
 
+// The FP32 set of an ISA (kBf16: AVX-512's, for problems without BF16 queries
+// and for the softmax).
 const AttentionKernels& SelectKernels(AttentionIsa isa) {
-  if (isa == AttentionIsa::kAuto) isa = ForcedIsa();
-  if (isa == AttentionIsa::kAvx512 && Avx512KernelsAvailable()) return *Avx512AttentionKernels();
+  isa = Resolve(isa);
+  if ((isa == AttentionIsa::kAvx512 || isa == AttentionIsa::kBf16) && Avx512KernelsAvailable())
+    return *Avx512AttentionKernels();
   if (isa != AttentionIsa::kPortable && Avx2KernelsAvailable()) return *Avx2AttentionKernels();
   return PortableAttentionKernels();
 }
 
 }  // namespace
+
+AttentionIsa ForcedAttentionIsa() {
+  static const AttentionIsa forced = [] {
+    const char* env = std::getenv("SWACACHE_ATTENTION");
+    const std::string want = env != nullptr ? env : "";
+    if (want == "portable") return AttentionIsa::kPortable;
+    if (want == "avx2") return AttentionIsa::kAvx2;
+    if (want == "avx512") return AttentionIsa::kAvx512;
+    if (want == "bf16") return AttentionIsa::kBf16;
+    return AttentionIsa::kAuto;
+  }();
+  return forced;
+}
 
 bool Avx2KernelsAvailable() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -384,6 +210,22 @@ bool Avx512KernelsAvailable() {
 #endif
 }
 
+bool Bf16KernelsAvailable() {
+#if defined(__x86_64__)
+  static const bool available = Avx512Bf16AttentionKernels() != nullptr &&
+                                Avx512KernelsAvailable() && __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vl") &&
+                                __builtin_cpu_supports("avx512bf16");
+  return available;
+#else
+  return false;
+#endif
+}
+
+bool Bf16AttentionSelected() {
+  return Resolve(AttentionIsa::kAuto) == AttentionIsa::kBf16 && Bf16KernelsAvailable();
+}
+
 const char* AttentionKernelName() { return SelectKernels(AttentionIsa::kAuto).name; }
 
 void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProblem* problems,
@@ -392,6 +234,9 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
   assert(HeadDimSupported(shape.head_dim));
   if (n_problems <= 0) return;
   const AttentionKernels& kn = SelectKernels(isa);
+  const Bf16AttentionKernels* kb =
+      Resolve(isa) == AttentionIsa::kBf16 && Bf16KernelsAvailable() ? Avx512Bf16AttentionKernels()
+                                                                     : nullptr;
   const unsigned threads = pool != nullptr ? pool->num_threads() : 1;
   const Blocking blocking = ChooseBlocking(shape, problems, n_problems, threads);
   const int ratio = shape.q_heads / shape.kv_heads;
@@ -402,12 +247,13 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
 
   struct Context {
     const AttentionKernels* kn;
+    const Bf16AttentionKernels* kb;
     const AttentionShape* shape;
     const SeqProblem* problems;
     const int64_t* prefix;
     int n_problems, ratio;
     Blocking blocking;
-  } ctx{&kn, &shape, problems, prefix.data(), n_problems, ratio, blocking};
+  } ctx{&kn, kb, &shape, problems, prefix.data(), n_problems, ratio, blocking};
 
   // One pointer of capture: std::function keeps it inline (no allocation).
   const Context* c = &ctx;
@@ -423,8 +269,13 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
       const int local = static_cast<int>(static_cast<int64_t>(task) - c->prefix[p]);
       const int g = local / blocks;
       const int row0 = (local % blocks) * c->blocking.block_rows;
-      RunBlock(*c->kn, *c->shape, pr, g, row0, std::min(rows, row0 + c->blocking.block_rows),
-               c->blocking, ws);
+      const int row1 = std::min(rows, row0 + c->blocking.block_rows);
+      if (c->kb != nullptr && pr.q_bf16 != nullptr) {
+        RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
+      } else {
+        assert(pr.k != nullptr && pr.v != nullptr && pr.q != nullptr);
+        RunBlock(*c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
+      }
     }
   };
   if (pool == nullptr || threads == 1) {

@@ -41,6 +41,16 @@ struct SeqProblem {
   const int32_t* key_end;    // [n_tokens]
   float* out;                // [n_tokens, Hq, D]; must not overlap the inputs
   float* lse = nullptr;      // [n_tokens, Hq]: ln of each row's denominator, or nullptr
+  // The same queries as BF16 bit patterns ([n_tokens, Hq, D]), or nullptr.
+  // When set (q is then exactly these values) and k / v hold values exact in
+  // BF16 (an MXFP8 or BF16 ring), the BF16 kernels may run: products exact,
+  // FP32 sums, P rounded to BF16 for P.V (docs/cpu_attention.md, "Paths").
+  const uint16_t* q_bf16 = nullptr;
+  // K and V tiles as BF16 ([n_keys, Hkv, D] each, may be equal) in place of
+  // k and v (then nullptr): only for problems with q_bf16 and only when
+  // Bf16AttentionSelected() (the BF16 kernels read them; q may be nullptr).
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
 };
 
 // Computes o = sum_j exp(z_j - m) v_j / (sum_j exp(z_j - m) + exp(S_h - m)),
@@ -52,16 +62,24 @@ struct SeqProblem {
 void Attend(const AttentionShape& shape, const SeqProblem* problems, int n_problems,
             ThreadPool* pool);
 
-// Which micro-kernels run. kAuto picks the best the CPU has (AVX-512, then
-// AVX2/FMA, then portable), or what SWACACHE_ATTENTION forces ("portable",
-// "avx2", "avx512"; read once; a set the CPU lacks falls back to the next one
-// down).
-enum class AttentionIsa { kAuto, kPortable, kAvx2, kAvx512 };
+// Which micro-kernels run. kAuto picks the best the CPU has (AVX512-BF16 for
+// problems with q_bf16, else AVX-512, then AVX2/FMA, then portable), or what
+// SWACACHE_ATTENTION forces ("portable", "avx2", "avx512", "bf16"; read once;
+// a set the CPU lacks falls back to the next one down). kBf16 runs the FP32
+// AVX-512 kernels for problems without q_bf16.
+enum class AttentionIsa { kAuto, kPortable, kAvx2, kAvx512, kBf16 };
 
 // True when the AVX2/FMA kernels are compiled in and the CPU supports them.
 bool Avx2KernelsAvailable();
 // True when the AVX-512 F kernels are compiled in and the CPU supports them.
 bool Avx512KernelsAvailable();
+// True when the AVX512-BF16 kernels are compiled in and the CPU supports them.
+bool Bf16KernelsAvailable();
+// True when Attend (kAuto) runs the BF16 kernels for problems with q_bf16:
+// SWACACHE_ATTENTION does not force an FP32 set and Bf16KernelsAvailable().
+bool Bf16AttentionSelected();
+// The ISA SWACACHE_ATTENTION forces (kAuto when unset or unknown).
+AttentionIsa ForcedAttentionIsa();
 // The name of the kernel set kAuto runs ("avx512", "avx2_fma", "portable").
 const char* AttentionKernelName();
 

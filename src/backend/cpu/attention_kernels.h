@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 namespace swa::cpu {
@@ -55,6 +56,46 @@ inline void ForTileRows(int m, Fn&& fn) {
   }
 }
 
+// BF16 values in one 16-column slab of pack_v's layout.
+inline constexpr ptrdiff_t PairSlabStride(int n_keys) { return ptrdiff_t{32} * ((n_keys + 1) / 2); }
+
+// The BF16 kernels (vdpbf16ps). BF16 arrays are uint16_t bit patterns; both
+// GEMMs take their depth in pairs of BF16 values.
+struct Bf16AttentionKernels {
+  const char* name;
+
+  // Packs keys [0, n_keys) (FP32 rows at k + r * ldk whose values are exact in
+  // BF16) into kTileCols-key panels of depth pairs: dst[p][e / 2][c][e % 2] =
+  // key p*16+c, element e. Keys past n_keys in the last panel are zero. dst
+  // holds ceil(n_keys/16)*16*d values; d is a multiple of 32.
+  void (*pack_kt)(const float* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst);
+
+  // Packs rows [0, n_keys) of V (exact in BF16) as key pairs in 16-column
+  // slabs: dst[e / 16][q][e % 16][r] = key 2q+r, element e (key n_keys, when
+  // odd, is zero). A slab is PairSlabStride(n_keys) values; a pair 32.
+  void (*pack_v)(const float* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst);
+
+  // pack_kt and pack_v from BF16 rows (no conversion).
+  void (*pack_kt16)(const uint16_t* k, ptrdiff_t ldk, int n_keys, int d, uint16_t* dst);
+  void (*pack_v16)(const uint16_t* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst);
+
+  // C[m][16] = (accumulate ? C : 0) + alpha * A[m][2*kpairs] . B, 1 <= m <= 6;
+  // A row i at a + i * lda (BF16, contiguous), B a pack_kt panel at depth pair
+  // 0 (32 values per pair). Products exact, sums in FP32.
+  void (*gemm_qk)(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b,
+                  float alpha, float* c, ptrdiff_t ldc, bool accumulate);
+
+  // C[m][16] += sum over keys [k0, k1) of P[i][key] * V[key][0..16), P row i at
+  // p + i * ldp (BF16, indexed by key), V a pack_v slab (pair q at vp + q *
+  // ldvp, ldvp = 32). Keys outside [k0, k1) are never read, not even the
+  // partner of an edge key.
+  void (*gemm_pv)(int m, int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
+                  ptrdiff_t ldvp, float* c, ptrdiff_t ldc);
+
+  // dst[i] = src[i] rounded to BF16 (nearest even), i < n.
+  void (*to_bf16)(const float* src, int n, uint16_t* dst);
+};
+
 const AttentionKernels& PortableAttentionKernels();
 
 // nullptr when the build has no AVX2 path (non-x86); does not check the CPU.
@@ -62,5 +103,8 @@ const AttentionKernels* Avx2AttentionKernels();
 // The AVX-512 F set (its K^T packing is the AVX2 one's); nullptr when the
 // build has no x86-64 path; does not check the CPU.
 const AttentionKernels* Avx512AttentionKernels();
+// The AVX512-BF16 set; nullptr when the build has no x86-64 path; does not
+// check the CPU.
+const Bf16AttentionKernels* Avx512Bf16AttentionKernels();
 
 }  // namespace swa::cpu

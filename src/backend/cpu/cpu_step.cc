@@ -122,7 +122,20 @@ class StepRunner {
 
   void PrepareQueries() {
     const size_t n = size_t(p_.n_tokens) * l_.q_heads;
-    if (t_.q_dtype == Dtype::kBf16 || rope_.on()) {
+    // BF16 queries on a ring whose values are exact in BF16 may take the BF16
+    // kernels (docs/cpu_attention.md, "Paths"); rotated queries are not BF16.
+    q_bf16_ = nullptr;
+    if (t_.q_dtype == Dtype::kBf16 && !rope_.on() &&
+        (l_.format == Format::kMxfp8 || l_.format == Format::kBf16))
+      q_bf16_ = static_cast<const uint16_t*>(t_.q);
+    // When Attend will take the BF16 kernels, the ring rows decode straight to
+    // BF16 tiles (exact: MXFP8 and BF16 values are BF16 values), half the
+    // bytes of FP32 ones, and the kernels pack them without converting.
+    tile16_ = q_bf16_ != nullptr && Bf16AttentionSelected();
+    // The BF16 kernels read q_bf16 only: no FP32 copy of the queries then.
+    if (tile16_) {
+      q32_ = nullptr;
+    } else if (t_.q_dtype == Dtype::kBf16 || rope_.on()) {
       s_.q32.resize(n * d_);
       ParallelFor(size_t(p_.n_tokens), [&](size_t b, size_t e) {
         const size_t per_token = size_t(l_.q_heads) * d_;
@@ -191,18 +204,25 @@ class StepRunner {
   // the K vectors, then the V vectors) into tile rows. One codec call per KV
   // head and run rather than per row: a decode step's window is one or two
   // runs of the ring, and the per-call dispatch cost was visible.
+  // Tiles hold FP32, or BF16 (tile16_) for the BF16 attention kernels.
   void DecodeRun(const uint8_t* first, size_t row_stride, int32_t n, float* k_row,
                  float* v_row) const {
     if (n <= 0) return;
+    const Dtype dt = tile16_ ? Dtype::kBf16 : Dtype::kFp32;
     for (uint32_t g = 0; g < hkv_; ++g) {
       codec::DecodeRows(l_.format, d_, size_t(n),
                         {.base = first + size_t(g) * l_.vec_bytes, .stride = row_stride},
-                        {k_row + size_t(g) * d_, Dtype::kFp32, token_floats_});
+                        {Elem(k_row, size_t(g) * d_), dt, token_floats_});
       if (!l_.shared_kv)
         codec::DecodeRows(l_.format, d_, size_t(n),
                           {.base = first + size_t(hkv_ + g) * l_.vec_bytes, .stride = row_stride},
-                          {v_row + size_t(g) * d_, Dtype::kFp32, token_floats_});
+                          {Elem(v_row, size_t(g) * d_), dt, token_floats_});
     }
+  }
+
+  // Element i of a tile (FP32 or BF16 elements).
+  float* Elem(float* tile, size_t i) const {
+    return tile16_ ? reinterpret_cast<float*>(reinterpret_cast<uint16_t*>(tile) + i) : tile + i;
   }
 
   // Flat ring rows src_row ... src_row + n - 1 into tile rows r ..., one run
@@ -211,8 +231,8 @@ class StepRunner {
     while (n > 0) {
       const int32_t in_ring = int32_t(src_row % l_.ring.ring_len);
       const int32_t run = std::min(n, l_.ring.ring_len - in_ring);
-      DecodeRun(l_.ring.Row(src_row), l_.ring.bytes_per_token, run, k + size_t(r) * token_floats_,
-                v + size_t(r) * token_floats_);
+      DecodeRun(l_.ring.Row(src_row), l_.ring.bytes_per_token, run,
+                Elem(k, size_t(r) * token_floats_), Elem(v, size_t(r) * token_floats_));
       src_row += run;
       r += run;
       n -= run;
@@ -222,8 +242,8 @@ class StepRunner {
   // Fills sequence i's tile (K at k, V at v; equal for shared K/V).
   void BuildTile(uint32_t i, const SeqTile& t, float* k, float* v) {
     const PlannedSeq& s = p_.seqs[i];
-    auto k_row = [&](int32_t r) { return k + size_t(r) * token_floats_; };
-    auto v_row = [&](int32_t r) { return v + size_t(r) * token_floats_; };
+    auto k_row = [&](int32_t r) { return Elem(k, size_t(r) * token_floats_); };
+    auto v_row = [&](int32_t r) { return Elem(v, size_t(r) * token_floats_); };
     if (p_.staged) {
       // Section 1 from the load plan: rows i*W ... i*W + W - 1.
       for (size_t g = prep_.first_segment[i]; g < p_.n_load_segments; ++g) {
@@ -231,7 +251,7 @@ class StepRunner {
         if (seg.dst_row >= int32_t(i + 1) * l_.window) break;
         const int32_t r = seg.dst_row - int32_t(i) * l_.window;
         if (seg.src_row < 0) {
-          const size_t bytes = size_t(seg.count) * token_floats_ * sizeof(float);
+          const size_t bytes = size_t(seg.count) * token_floats_ * (tile16_ ? 2 : 4);
           std::memset(k_row(r), 0, bytes);
           if (!l_.shared_kv) std::memset(v_row(r), 0, bytes);
         } else {
@@ -267,10 +287,16 @@ class StepRunner {
     const size_t q_off = size_t(s.token_offset) * l_.q_heads * d_;
     SeqProblem p;
     p.n_tokens = s.seqlen_q;
-    p.q = q32_ + q_off;
+    p.q = q32_ != nullptr ? q32_ + q_off : nullptr;
+    p.q_bf16 = q_bf16_ != nullptr ? q_bf16_ + q_off : nullptr;
     p.n_keys = t.n_keys;
-    p.k = k;
-    p.v = v;
+    if (tile16_) {
+      p.k16 = reinterpret_cast<const uint16_t*>(k);
+      p.v16 = reinterpret_cast<const uint16_t*>(v);
+    } else {
+      p.k = k;
+      p.v = v;
+    }
     p.key_begin = prep_.key_begin.data() + s.token_offset;
     p.key_end = prep_.key_end.data() + s.token_offset;
     p.out = out32_ + q_off;
@@ -292,7 +318,7 @@ class StepRunner {
         const size_t kv_floats = size_t(t.n_keys) * token_floats_;
         if (buf.size() < kFusedTileFloats) buf.resize(kFusedTileFloats);
         float* k = buf.data();
-        float* v = l_.shared_kv ? k : k + kv_floats;
+        float* v = l_.shared_kv ? k : Elem(k, kv_floats);
         BuildTile(i, t, k, v);
         const SeqProblem p = ProblemOf(i, t, k, v);
         Attend(shape, &p, 1, nullptr);
@@ -370,6 +396,8 @@ class StepRunner {
   const uint32_t hkv_;
   const size_t token_floats_;
   const float* q32_ = nullptr;
+  const uint16_t* q_bf16_ = nullptr;
+  bool tile16_ = false;
   float* out32_ = nullptr;
   std::atomic<uint64_t> nonfinite_{0};
 };

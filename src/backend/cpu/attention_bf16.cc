@@ -1,0 +1,111 @@
+// The BF16 attention driver: RunBlock (attention.cc) for problems whose
+// queries arrive in BF16 and whose keys and values are exact in BF16 (an MXFP8
+// or BF16 ring). Scores are scale * (q . k) with exact products and FP32 sums;
+// the online softmax is the FP32 one; P is rounded to BF16 (nearest even) for
+// P.V, which adds at most 2^-9 * max|v| per output element
+// (docs/cpu_attention.md, "Paths").
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/attention_block.h"
+
+namespace swa::cpu::attn {
+
+namespace {
+// BF16 K^T panels are half the bytes of FP32 ones: a whole 512-deep panel
+// (16 KiB) stays in L1.
+constexpr int kBf16DepthSplit = 2 * kDepthSplit;
+
+uint16_t* U16(FloatBuffer& b, size_t n) { return reinterpret_cast<uint16_t*>(b.Get((n + 1) / 2)); }
+}  // namespace
+
+void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
+                  const AttentionShape& shape, const SeqProblem& pr, int g, int row0, int row1,
+                  const Blocking& blocking, Workspace& ws) {
+  const int d = shape.head_dim;
+  const int hq = shape.q_heads;
+  const int ratio = shape.q_heads / shape.kv_heads;
+  const ptrdiff_t ldkv = static_cast<ptrdiff_t>(shape.kv_heads) * d;
+  const int rows = row1 - row0;
+  const int tiles = CutTiles(rows, ws);
+  const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
+
+  // Q as given (BF16, unscaled: the scale multiplies the FP32 scores).
+  uint16_t* q = U16(ws.q16, static_cast<size_t>(rows) * d);
+  float* o = ws.o.Get(static_cast<size_t>(rows) * d);
+  std::memset(o, 0, sizeof(float) * rows * d);
+  for (int i = 0; i < rows; ++i) {
+    const int t = (row0 + i) / ratio;
+    const int h = g * ratio + (row0 + i) % ratio;
+    std::memcpy(q + static_cast<ptrdiff_t>(i) * d,
+                pr.q_bf16 + (static_cast<ptrdiff_t>(t) * hq + h) * d, sizeof(uint16_t) * d);
+  }
+
+  if (hull.begin < hull.end) {
+    const int span = hull.end - hull.begin;
+    const int n_chunks = CeilDiv(span, blocking.chunk_keys);
+    const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);
+    uint16_t* kt = U16(ws.kt16, static_cast<size_t>(chunk) * d);
+    uint16_t* vp = U16(ws.v16, static_cast<size_t>(chunk) * d);
+    float* s = ws.s.Get(static_cast<size_t>(rows) * chunk);
+    uint16_t* p16 = U16(ws.p16, static_cast<size_t>(rows) * chunk);
+    // FP32 tiles, or BF16 ones (k16 / v16) that pack without converting.
+    const ptrdiff_t head = static_cast<ptrdiff_t>(g) * d;
+    const bool tile16 = pr.k16 != nullptr;
+
+    for (int c0 = hull.begin; c0 < hull.end; c0 += chunk) {
+      const int c1 = std::min(c0 + chunk, hull.end);
+      const int lds = RoundUp(c1 - c0, kTileCols);
+      if (tile16) {
+        kb.pack_kt16(pr.k16 + head + c0 * ldkv, ldkv, c1 - c0, d, kt);
+        kb.pack_v16(pr.v16 + head + c0 * ldkv, ldkv, c1 - c0, d, vp);
+      } else {
+        kb.pack_kt(pr.k + head + c0 * ldkv, ldkv, c1 - c0, d, kt);
+        kb.pack_v(pr.v + head + c0 * ldkv, ldkv, c1 - c0, d, vp);
+      }
+
+      for (int d0 = 0; d0 < d; d0 += kBf16DepthSplit) {
+        const int depth = std::min(kBf16DepthSplit, d - d0);
+        for (int p = 0; p < lds; p += kTileCols) {
+          for (int tile = 0; tile < tiles; ++tile) {
+            const Range th = Intersect(ws.tile_hull[tile], c0 + p, c0 + p + kTileCols);
+            if (th.begin >= th.end) continue;
+            const int r0 = ws.tile_row0[tile];
+            kb.gemm_qk(ws.tile_rows[tile], depth / 2, q + static_cast<ptrdiff_t>(r0) * d + d0, d,
+                       kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols, shape.scale,
+                       s + static_cast<ptrdiff_t>(r0) * lds + p, lds, d0 > 0);
+          }
+        }
+      }
+
+      OnlineSoftmax(kn, shape, rows, c0, c1, lds, s, o, d, ws);
+
+      // P in BF16 over each row's tile hull (zeros outside the row's keys).
+      for (int i = 0; i < rows; ++i) {
+        const Range th = Intersect(ws.tile_hull[ws.row_tile[i]], c0, c1);
+        if (th.begin >= th.end) continue;
+        const ptrdiff_t at = static_cast<ptrdiff_t>(i) * lds + (th.begin - c0);
+        kb.to_bf16(s + at, th.end - th.begin, p16 + at);
+      }
+
+      for (int j = 0; j < d; j += kTileCols) {
+        for (int tile = 0; tile < tiles; ++tile) {
+          const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+          for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
+            const Range seg = Intersect(segs[n], c0, c1);
+            if (seg.begin >= seg.end) continue;
+            const int r0 = ws.tile_row0[tile];
+            kb.gemm_pv(ws.tile_rows[tile], seg.begin - c0, seg.end - c0,
+                       p16 + static_cast<ptrdiff_t>(r0) * lds, lds,
+                       vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
+                       o + static_cast<ptrdiff_t>(r0) * d + j, d);
+          }
+        }
+      }
+    }
+  }
+
+  WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws);
+}
+
+}  // namespace swa::cpu::attn

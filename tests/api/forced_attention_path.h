@@ -1,0 +1,45 @@
+// Test binaries registered once per forced attention path (tests/CMakeLists.txt:
+// SWACACHE_ATTENTION=portable|avx2|avx512|bf16) skip every test, with the
+// reason, when this CPU lacks the forced path's instructions: the library
+// would silently fall back to a lower path and the run would test nothing new.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace swa_test {
+
+// Empty when the forced path (if any) can run here, else why not.
+inline std::string ForcedAttentionPathMissing() {
+  const char* env = std::getenv("SWACACHE_ATTENTION");
+  const std::string want = env != nullptr ? env : "";
+  if (want.empty() || want == "portable") return "";
+#if defined(__x86_64__)
+  if (want == "avx2" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+    return "SWACACHE_ATTENTION=avx2 but this CPU has no AVX2/FMA";
+  if (want == "avx512" && !__builtin_cpu_supports("avx512f"))
+    return "SWACACHE_ATTENTION=avx512 but this CPU has no AVX-512 F";
+  if (want == "bf16" && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16")))
+    return "SWACACHE_ATTENTION=bf16 but this CPU has no AVX512-BF16 (avx512_bf16)";
+  return "";
+#else
+  return "SWACACHE_ATTENTION=" + want + " names an x86-64 path; this is not x86-64";
+#endif
+}
+
+class ForcedAttentionPathEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string why = ForcedAttentionPathMissing();
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+// Registered once per binary that includes this header.
+inline ::testing::Environment* const kForcedAttentionPathEnvironment =
+    ::testing::AddGlobalTestEnvironment(new ForcedAttentionPathEnvironment);
+
+}  // namespace swa_test

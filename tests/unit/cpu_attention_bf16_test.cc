@@ -1,0 +1,281 @@
+// The AVX512-BF16 attention kernels against an FP64 dense band-mask reference.
+// Inputs are BF16-exact (as from BF16 queries and an MXFP8 or BF16 ring), so
+// Q.K^T is exact up to FP32 summation; the only extra error is P rounded to
+// BF16 (relative 2^-9) before P.V: per element
+//   |out - ref| <= 2^-9 * sum_j p_j |v_j| / l <= 2^-9 * max_j |v_j|,
+// which the tests check with max_j over the row's visible keys, plus the FP32
+// budget (1e-5 of the output's scale).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "api/forced_attention_path.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/thread_pool.h"
+#include "gtest/gtest.h"
+
+namespace swa::cpu {
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+uint16_t Bf16Bits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  if (std::isnan(x)) return uint16_t((b >> 16) | 0x40);
+  return uint16_t((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+}
+float FromBits(uint16_t h) {
+  const uint32_t b = uint32_t(h) << 16;
+  float x;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+
+struct Shape {
+  int hq, hkv, d;
+  bool sinks, shared_kv;
+};
+
+struct Problem {
+  int n_tokens = 0, n_keys = 0;
+  std::vector<float> q, k, v, out;
+  std::vector<uint16_t> q16, k16, v16;
+  std::vector<int32_t> begin, end;
+};
+
+// BF16-exact values in +-[0.05, amp].
+void Fill(std::vector<float>& x, size_t n, float amp, std::mt19937& rng) {
+  std::uniform_real_distribution<float> mag(0.05f, amp);
+  x.resize(n);
+  for (float& f : x) f = FromBits(Bf16Bits((rng() & 1) ? mag(rng) : -mag(rng)));
+}
+
+struct Batch {
+  Shape s;
+  float scale;
+  std::vector<float> sinks;
+  std::vector<Problem> problems;
+
+  Batch(const Shape& shape, uint32_t seed) : s(shape) {
+    std::mt19937 rng(seed);
+    scale = 1.0f / std::sqrt(float(s.d));
+    Fill(sinks, s.hq, 3.0f, rng);
+  }
+  // Tokens see [begin, end) of n_keys keys.
+  Problem& Add(int n_keys, std::vector<int32_t> begin, std::vector<int32_t> end, uint32_t seed) {
+    std::mt19937 rng(seed);
+    Problem p;
+    p.n_keys = n_keys;
+    p.n_tokens = int(begin.size());
+    p.begin = std::move(begin);
+    p.end = std::move(end);
+    Fill(p.q, size_t(p.n_tokens) * s.hq * s.d, 2.0f, rng);
+    Fill(p.k, size_t(n_keys) * s.hkv * s.d, 1.0f, rng);
+    if (!s.shared_kv) Fill(p.v, size_t(n_keys) * s.hkv * s.d, 1.0f, rng);
+    problems.push_back(std::move(p));
+    return problems.back();
+  }
+  // history earlier tokens + `tokens` new ones, window w.
+  Problem& Banded(int history, int tokens, int w, uint32_t seed) {
+    const int first = std::max(0, history - w + 1);
+    std::vector<int32_t> b, e;
+    for (int t = 0; t < tokens; ++t) {
+      b.push_back(std::max(0, history + t - w + 1) - first);
+      e.push_back(history + t + 1 - first);
+    }
+    return Add(history + tokens - first, b, e, seed);
+  }
+  const std::vector<float>& V(const Problem& p) const { return s.shared_kv ? p.k : p.v; }
+
+  // bf16_tiles: K/V handed over as BF16 tiles (k16 / v16), as the step does.
+  void Run(AttentionIsa isa, ThreadPool* pool, bool bf16_queries = true, bool bf16_tiles = false) {
+    std::vector<SeqProblem> seqs;
+    for (Problem& p : problems) {
+      p.q16.resize(p.q.size());
+      for (size_t i = 0; i < p.q.size(); ++i) p.q16[i] = Bf16Bits(p.q[i]);
+      p.out.assign(size_t(p.n_tokens) * s.hq * s.d, kNaN);  // poison
+      SeqProblem sp{p.n_tokens, p.q.data(), p.n_keys, p.k.data(), V(p).data(),
+                    p.begin.data(), p.end.data(), p.out.data()};
+      sp.q_bf16 = bf16_queries ? p.q16.data() : nullptr;
+      if (bf16_tiles) {
+        p.k16.resize(p.k.size());
+        for (size_t i = 0; i < p.k.size(); ++i) p.k16[i] = Bf16Bits(p.k[i]);
+        p.v16.resize(p.v.size());
+        for (size_t i = 0; i < p.v.size(); ++i) p.v16[i] = Bf16Bits(p.v[i]);
+        sp.k = sp.v = nullptr;
+        sp.q = nullptr;
+        sp.k16 = p.k16.data();
+        sp.v16 = s.shared_kv ? p.k16.data() : p.v16.data();
+      }
+      seqs.push_back(sp);
+    }
+    const AttentionShape shape{s.hq, s.hkv, s.d, scale, s.sinks ? sinks.data() : nullptr};
+    AttendWithIsa(isa, shape, seqs.data(), int(seqs.size()), pool);
+  }
+
+  // Checks every output element of every problem against FP64 within the
+  // BF16-P budget; returns the largest error seen relative to its bound.
+  double Check(const char* what) const {
+    const int ratio = s.hq / s.hkv;
+    double worst = 0;
+    for (size_t pi = 0; pi < problems.size(); ++pi) {
+      const Problem& p = problems[pi];
+      const std::vector<float>& v = V(p);
+      for (int t = 0; t < p.n_tokens; ++t) {
+        for (int h = 0; h < s.hq; ++h) {
+          const int g = h / ratio;
+          const float* q = &p.q[(size_t(t) * s.hq + h) * s.d];
+          const int b = std::max(p.begin[t], 0), e = std::min(p.end[t], p.n_keys);
+          std::vector<double> z;
+          double m = s.sinks ? double(sinks[h]) : -INFINITY;
+          for (int j = b; j < e; ++j) {
+            const float* k = &p.k[(size_t(j) * s.hkv + g) * s.d];
+            double dot = 0;
+            for (int x = 0; x < s.d; ++x) dot += double(q[x]) * k[x];
+            z.push_back(double(scale) * dot);
+            m = std::max(m, z.back());
+          }
+          double l = s.sinks ? std::exp(double(sinks[h]) - m) : 0.0;
+          std::vector<double> o(s.d, 0.0);
+          double vmax = 0;
+          for (int j = b; j < e; ++j) {
+            const double w = std::exp(z[j - b] - m);
+            l += w;
+            const float* vj = &v[(size_t(j) * s.hkv + g) * s.d];
+            for (int x = 0; x < s.d; ++x) {
+              o[x] += w * vj[x];
+              vmax = std::max(vmax, double(std::fabs(vj[x])));
+            }
+          }
+          const float* got = &p.out[(size_t(t) * s.hq + h) * s.d];
+          const double bound = std::ldexp(1.0, -9) * vmax + 1e-5 * std::max(vmax, 1e-30);
+          for (int x = 0; x < s.d; ++x) {
+            const double want = l > 0 ? o[x] / l : 0.0;
+            const double err = std::fabs(double(got[x]) - want);
+            if (!(err <= bound)) {
+              ADD_FAILURE() << what << ": problem " << pi << " token " << t << " head " << h
+                            << " elem " << x << ": " << got[x] << " vs " << want << " bound "
+                            << bound;
+              return INFINITY;
+            }
+            if (bound > 0) worst = std::max(worst, err / bound);
+          }
+        }
+      }
+    }
+    return worst;
+  }
+};
+
+class Bf16Attention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Bf16KernelsAvailable())
+      GTEST_SKIP() << "this CPU has no AVX512-BF16 (avx512_bf16 in cpuid), or the build has no "
+                      "x86-64 path: the BF16 kernels cannot run here";
+  }
+};
+
+TEST_F(Bf16Attention, DecodePrefillAndLongWindowsMatchDenseReference) {
+  ThreadPool pool2(2);
+  uint32_t seed = 7;
+  for (const Shape& s : {Shape{64, 1, 512, true, true}, Shape{64, 8, 64, true, false},
+                         Shape{8, 8, 96, false, false}, Shape{4, 2, 1024, true, false},
+                         Shape{16, 4, 32, false, true}}) {
+    Batch b(s, seed++);
+    b.Banded(400, 6, 128, seed++);   // decode + drafts
+    b.Banded(0, 150, 128, seed++);   // prefill
+    b.Banded(700, 3, 600, seed++);   // a window longer than a key chunk
+    b.Banded(5, 1, 128, seed++);     // a short history
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+      b.Run(AttentionIsa::kBf16, pool);
+      const double worst = b.Check("bf16");
+      EXPECT_LE(worst, 1.0);
+      std::printf("Hq %d Hkv %d D %d: worst error / budget %.3f\n", s.hq, s.hkv, s.d, worst);
+      // BF16 tiles pack to the same panels: the same bits.
+      std::vector<std::vector<float>> fp32_tiles;
+      for (const Problem& p : b.problems) fp32_tiles.push_back(p.out);
+      b.Run(AttentionIsa::kBf16, pool, true, /*bf16_tiles=*/true);
+      for (size_t i = 0; i < b.problems.size(); ++i) EXPECT_EQ(b.problems[i].out, fp32_tiles[i]);
+    }
+  }
+}
+
+// Odd and even range edges (a key pair straddles each edge) and arbitrary,
+// non-monotone ranges.
+TEST_F(Bf16Attention, ArbitraryRangesAndOddEdges) {
+  std::mt19937 rng(5);
+  for (const Shape& s : {Shape{8, 2, 64, true, false}, Shape{16, 1, 128, false, true}}) {
+    Batch b(s, 11);
+    for (int n = 0; n < 12; ++n) {
+      const int keys = 1 + int(rng() % 300);
+      std::vector<int32_t> bg, en;
+      for (int t = 0; t < 1 + int(rng() % 9); ++t) {
+        const int lo = int(rng() % keys);
+        bg.push_back(lo);
+        en.push_back(lo + 1 + int(rng() % (keys - lo)));
+      }
+      b.Add(keys, bg, en, 100 + n);
+    }
+    b.Run(AttentionIsa::kBf16, nullptr);
+    EXPECT_LE(b.Check("random ranges"), 1.0);
+  }
+}
+
+// NaN keys/values no token sees, right next to odd range edges (the partner
+// of an edge key in its BF16 pair), must not reach an output.
+TEST_F(Bf16Attention, NanInAnUnseenKeyDoesNotLeak) {
+  for (bool shared : {false, true}) {
+    const Shape s{64, shared ? 1 : 8, 64, !shared, shared};
+    Batch b(s, 21);
+    Problem& p = b.Add(41, {3, 3, 25, 26, 4}, {15, 20, 37, 38, 19}, 22);
+    for (int key : {0, 1, 2, 20, 21, 22, 23, 24, 38, 39, 40}) {
+      for (int e = 0; e < s.hkv * s.d; ++e) {
+        p.k[size_t(key) * s.hkv * s.d + e] = kNaN;
+        if (!shared) p.v[size_t(key) * s.hkv * s.d + e] = kNaN;
+      }
+    }
+    b.Run(AttentionIsa::kBf16, nullptr);
+    EXPECT_LE(b.Check(shared ? "shared" : "separate"), 1.0);
+  }
+}
+
+TEST_F(Bf16Attention, NanInASeenKeyPropagates) {
+  Batch b({8, 1, 64, false, true}, 31);
+  Problem& p = b.Banded(20, 2, 128, 32);
+  p.k[5 * 64 + 3] = kNaN;
+  b.Run(AttentionIsa::kBf16, nullptr);
+  for (float f : b.problems[0].out) EXPECT_TRUE(std::isnan(f));
+}
+
+TEST_F(Bf16Attention, EmptyRangeYieldsZero) {
+  for (bool sinks : {false, true}) {
+    Batch b({8, 2, 64, sinks, false}, 41);
+    b.Add(10, {0, 4, 7}, {5, 4, 10}, 42);  // token 1 sees nothing
+    b.Run(AttentionIsa::kBf16, nullptr);
+    EXPECT_LE(b.Check("empty"), 1.0);
+    for (int e = 0; e < 8 * 64; ++e) EXPECT_EQ(b.problems[0].out[8 * 64 + e], 0.0f);
+  }
+}
+
+// The BF16 kernels really ran (their results differ from the FP32 path's),
+// and problems without BF16 queries take the FP32 path under kBf16.
+TEST_F(Bf16Attention, TakesTheBf16PathOnlyWithBf16Queries) {
+  Batch b({64, 1, 512, true, true}, 51);
+  b.Banded(300, 6, 128, 52);
+  b.Run(AttentionIsa::kAvx512, nullptr);
+  const std::vector<float> fp32 = b.problems[0].out;
+  b.Run(AttentionIsa::kBf16, nullptr, /*bf16_queries=*/false);
+  EXPECT_EQ(b.problems[0].out, fp32);
+  b.Run(AttentionIsa::kBf16, nullptr);
+  EXPECT_NE(b.problems[0].out, fp32);
+  EXPECT_LE(b.Check("bf16"), 1.0);
+}
+
+}  // namespace
+}  // namespace swa::cpu
