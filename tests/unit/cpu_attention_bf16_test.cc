@@ -245,6 +245,39 @@ TEST_F(Bf16Attention, NanInAnUnseenKeyDoesNotLeak) {
   }
 }
 
+// A NaN/Inf value that only the later tokens of a step see (register tiles
+// mix tokens when Hq / Hkv < 6): the earlier tokens' rows equal those of the
+// same step without it, the later rows are non-finite.
+TEST_F(Bf16Attention, NanSeenOnlyByLaterTokensStaysInTheirRows) {
+  for (bool shared : {false, true}) {
+    for (bool tiles16 : {false, true}) {
+      for (int ratio : {1, 2, 4}) {
+        const Shape s{8, 8 / ratio, 64, !shared, shared};
+        Batch b(s, 51 + ratio);
+        Problem& p = b.Banded(50, 6, 16, 52);
+        b.Run(AttentionIsa::kBf16, nullptr, true, tiles16);
+        const std::vector<float> clean = p.out;
+        const int poisoned = 4;  // token 4's own key: tokens 4 and 5 see it
+        const int key = p.end[poisoned] - 1;
+        std::vector<float>& target = shared ? p.k : p.v;
+        for (int e = 0; e < s.hkv * s.d; e += 5)
+          target[size_t(key) * s.hkv * s.d + e] = (e % 2) ? kNaN : INFINITY;
+        b.Run(AttentionIsa::kBf16, nullptr, true, tiles16);
+        const size_t row = size_t(s.hq) * s.d;
+        for (size_t i = 0; i < poisoned * row; ++i) {
+          ASSERT_TRUE(std::isfinite(p.out[i])) << "ratio " << ratio << " elem " << i;
+          EXPECT_NEAR(p.out[i], clean[i], 1e-5f * (1.0f + std::fabs(clean[i]))) << i;
+        }
+        for (size_t i = poisoned * row; i < p.out.size(); i += s.d) {
+          bool any_bad = false;
+          for (int x = 0; x < s.d; ++x) any_bad |= !std::isfinite(p.out[i + x]);
+          EXPECT_TRUE(any_bad) << "a row that sees the bad value is finite";
+        }
+      }
+    }
+  }
+}
+
 TEST_F(Bf16Attention, NanInASeenKeyPropagates) {
   Batch b({8, 1, 64, false, true}, 31);
   Problem& p = b.Banded(20, 2, 128, 32);

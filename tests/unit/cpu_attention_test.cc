@@ -325,6 +325,45 @@ TEST(CpuAttention, NanInASeenKeyPropagates) {
   for (float f : b.problems[0].out) EXPECT_TRUE(std::isnan(f));
 }
 
+// A NaN/Inf key or value that later tokens of the step see but earlier ones
+// do not (a draft token's own K/V): register tiles mix rows of several
+// tokens, and the earlier tokens' outputs must stay exact, the later ones
+// non-finite. Every attention path (this binary runs once per forced path).
+TEST(CpuAttention, NanSeenOnlyByLaterTokensStaysInTheirRows) {
+  for (bool shared : {false, true}) {
+    for (int ratio : {1, 2, 4, 8}) {
+      for (float bad : {kNaN, std::numeric_limits<float>::infinity()}) {
+        const Shape s{8, 8 / ratio, 64, !shared, shared};
+        Batch b = MakeBatch(s, 111 + ratio);
+        std::mt19937 rng(112 + ratio);
+        b.problems.push_back(Banded(s, 50, 6, 16, 0, rng));
+        Problem& p = b.problems[0];
+        const int poisoned = 4;  // token 4's own key: tokens 4 and 5 see it
+        const int key = p.end[poisoned] - 1;
+        const std::vector<double> want = Reference(b, p);  // rows 0..3 never read it
+        for (int e = 0; e < s.hkv * s.d; e += 7) {
+          if (shared) {
+            p.k[static_cast<size_t>(key) * s.hkv * s.d + e] = bad;
+          } else {
+            p.v[static_cast<size_t>(key) * s.hkv * s.d + e] = bad;
+          }
+        }
+        RunAttention(b, nullptr);
+        const size_t row_floats = static_cast<size_t>(s.hq) * s.d;
+        std::vector<float> got_early(p.out.begin(), p.out.begin() + poisoned * row_floats);
+        std::vector<double> want_early(want.begin(), want.begin() + poisoned * row_floats);
+        for (float f : got_early) ASSERT_TRUE(std::isfinite(f)) << Describe(s) << " ratio " << ratio;
+        EXPECT_LE(RelativeL2(got_early, want_early), kTolerance) << Describe(s);
+        for (size_t i = poisoned * row_floats; i < p.out.size(); i += s.d) {
+          bool any_bad = false;
+          for (int e = 0; e < s.d; ++e) any_bad |= !std::isfinite(p.out[i + e]);
+          EXPECT_TRUE(any_bad) << Describe(s) << ": a row that sees the bad value is finite";
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuAttention, EmptyRangeYieldsZero) {
   for (bool sinks : {false, true}) {
     Batch b = MakeBatch({8, 2, 64, sinks, false}, 91);

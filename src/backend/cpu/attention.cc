@@ -107,11 +107,22 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
       }
 
       OnlineSoftmax(kn, shape, rows, c0, c1, lds, s, o, d, ws);
+      MarkRowwiseTiles(tiles, c0, c1, v_head, ldkv, d, ws);
 
       // O += P V over each tile's merged key segments; a 16-column V panel
       // stays hot across the tiles.
       for (int j = 0; j < d; j += kTileCols) {
         for (int tile = 0; tile < tiles; ++tile) {
+          if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
+            for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
+              const Range rk = Intersect(ws.row_keys[i], c0, c1);
+              if (rk.begin >= rk.end) continue;
+              kn.gemm(1, rk.end - rk.begin, s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0),
+                      lds, vs + (j / kTileCols) * slab + (rk.begin - c0) * kTileCols, kTileCols,
+                      o + static_cast<ptrdiff_t>(i) * d + j, d, true);
+            }
+            continue;
+          }
           const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
           for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
             const Range seg = Intersect(segs[n], c0, c1);

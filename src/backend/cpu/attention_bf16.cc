@@ -88,8 +88,23 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         kb.to_bf16(s + at, th.end - th.begin, p16 + at);
       }
 
+      if (tile16) {
+        MarkRowwiseTiles(tiles, c0, c1, pr.v16 + head, ldkv, d, ws);
+      } else {
+        MarkRowwiseTiles(tiles, c0, c1, pr.v + head, ldkv, d, ws);
+      }
       for (int j = 0; j < d; j += kTileCols) {
         for (int tile = 0; tile < tiles; ++tile) {
+          if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
+            for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
+              const Range rk = Intersect(ws.row_keys[i], c0, c1);
+              if (rk.begin >= rk.end) continue;
+              kb.gemm_pv(1, rk.begin - c0, rk.end - c0, p16 + static_cast<ptrdiff_t>(i) * lds, lds,
+                         vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
+                         o + static_cast<ptrdiff_t>(i) * d + j, d);
+            }
+            continue;
+          }
           const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
           for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
             const Range seg = Intersect(segs[n], c0, c1);

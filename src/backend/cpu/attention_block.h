@@ -71,6 +71,7 @@ struct Workspace {
   std::vector<Range> tile_segments;       // kTileRows per tile, merged and sorted
   std::vector<int> tile_segment_count;
   std::vector<unsigned char> has_output;  // O row holds contributions to rescale
+  std::vector<unsigned char> tile_rowwise;  // per tile: P.V row by row in this chunk
 };
 
 
@@ -105,6 +106,54 @@ inline int MergeRanges(const Range* rows, int n, Range* out) {
 
 inline Range Intersect(Range a, int lo, int hi) {
   return {std::max(a.begin, lo), std::min(a.end, hi)};
+}
+
+// True when one of the d values at `row` is a NaN or an Inf (FP32 bits, or
+// BF16 bits stored as uint16_t).
+inline bool NonFiniteRow(const float* row, int d) {
+  unsigned bad = 0;
+  for (int e = 0; e < d; ++e) {
+    uint32_t u;
+    std::memcpy(&u, row + e, sizeof u);
+    bad |= (u & 0x7f800000u) == 0x7f800000u;
+  }
+  return bad != 0;
+}
+inline bool NonFiniteRow(const uint16_t* row, int d) {
+  unsigned bad = 0;
+  for (int e = 0; e < d; ++e) bad |= (row[e] & 0x7f80u) == 0x7f80u;
+  return bad != 0;
+}
+
+// Marks, for keys [c0, c1) of a chunk, the register tiles whose P.V must run
+// row by row: a value that some but not all of the tile's rows see is a NaN or
+// an Inf. P is 0 for the rows that do not see it, and 0 x NaN = NaN would put
+// it into their outputs (a row's output depends on its own keys only). Only
+// keys outside the intersection of the tile's row ranges are read, so a tile
+// of one token's heads (every DeepSeek-V4-like tile) costs nothing.
+template <typename T>
+inline void MarkRowwiseTiles(int tiles, int c0, int c1, const T* v_head, ptrdiff_t ldkv, int d,
+                             Workspace& ws) {
+  ws.tile_rowwise.assign(tiles, 0);
+  for (int tile = 0; tile < tiles; ++tile) {
+    Range common{c0, c1};
+    for (int i = 0; i < ws.tile_rows[tile]; ++i) {
+      const Range rk = ws.row_keys[ws.tile_row0[tile] + i];
+      common = {std::max(common.begin, rk.begin), std::min(common.end, rk.end)};
+    }
+    const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+    for (int n = 0; n < ws.tile_segment_count[tile] && !ws.tile_rowwise[tile]; ++n) {
+      const Range seg = Intersect(segs[n], c0, c1);
+      for (int key = seg.begin; key < seg.end; ++key) {
+        if (key >= common.begin && key < common.end) key = common.end;
+        if (key >= seg.end) break;
+        if (NonFiniteRow(v_head + key * ldkv, d)) {
+          ws.tile_rowwise[tile] = 1;
+          break;
+        }
+      }
+    }
+  }
 }
 
 // Cuts `rows` rows into register tiles of at most kTileRows. A remainder of
