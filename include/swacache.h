@@ -868,7 +868,7 @@ SWA_API swa_status_t swa_decode_graph_release(swa_decode_graph_t* graph, const u
  *  every layer's tensors and q_start = seqlen_k[i] - tokens_per_seq; its
  *  valid_start is the one the graph imported (not an input). slots[i] = -1
  *  marks padding: its rows are written as zeros, it is no error. A sequence
- *  the graph refuses (\ref sem_graph_decode: slot out of range or not
+ *  the graph refuses (see \ref sem_graph_decode; slot out of range or not
  *  imported, a repeated slot, seqlen_k out of range, a gap, a rewind deeper
  *  than the ring keeps) is treated as padding and the first one is written to
  *  the error record; the other sequences run. A valid sequence advances the

@@ -27,9 +27,7 @@ class CpuGraph final : public GraphExecutor {
  public:
   CpuGraph(Backend& backend, const GraphSetup& setup)
       : backend_(backend), s_(setup), slots_(size_t(setup.max_slots), plan::GraphSlot{0, 0, 0, 0}),
-        claim_(size_t(setup.max_slots), -1) {
-    error_ = plan::GraphError{plan::kGraphOk, -1, -1, -1, -1, -1};
-  }
+        claim_(size_t(setup.max_slots), -1) {}
 
   absl::Status SetSlots(const uint32_t* slots, const plan::GraphSlot* values, size_t n,
                         void*) override {
@@ -156,7 +154,7 @@ class CpuGraph final : public GraphExecutor {
     return absl::OkStatus();
   }
   absl::Status ResetError(void*) override {
-    error_ = plan::GraphError{plan::kGraphOk, -1, -1, -1, -1, -1};
+    error_ = plan::GraphError{};  // all zero, as cudaMemsetAsync leaves it on CUDA
     return absl::OkStatus();
   }
 
@@ -179,7 +177,7 @@ class CpuGraph final : public GraphExecutor {
   const GraphSetup s_;
   std::vector<plan::GraphSlot> slots_;  // the graph's copy of the slot lengths
   std::vector<int32_t> claim_;          // per slot: the sequence using it (-1 outside Plan)
-  plan::GraphError error_;
+  plan::GraphError error_{};
 
   int32_t n_seqs_ = 0;
   std::vector<int32_t> reason_;
