@@ -2854,7 +2854,7 @@ extern "C" {
     #[doc = "  every layer's tensors and q_start = seqlen_k[i] - tokens_per_seq; its"]
     #[doc = "  valid_start is the one the graph imported (not an input). slots[i] = -1"]
     #[doc = "  marks padding: its rows are written as zeros, it is no error. A sequence"]
-    #[doc = "  the graph refuses (\\ref sem_graph_decode: slot out of range or not"]
+    #[doc = "  the graph refuses (see \\ref sem_graph_decode; slot out of range or not"]
     #[doc = "  imported, a repeated slot, seqlen_k out of range, a gap, a rewind deeper"]
     #[doc = "  than the ring keeps) is treated as padding and the first one is written to"]
     #[doc = "  the error record; the other sequences run. A valid sequence advances the"]
