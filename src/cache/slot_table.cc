@@ -164,6 +164,12 @@ absl::Status SlotTable::MarkDeviceAdvanced(const uint32_t* slots, size_t n, Slot
   return absl::OkStatus();
 }
 
+void SlotTable::UnmarkDeviceAdvanced(const uint32_t* slots, size_t n) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i)
+    if (slots[i] < state_.size()) state_[slots[i]].device_advanced = false;
+}
+
 absl::Status SlotTable::SetLengths(const uint32_t* slots, const int32_t* written_end,
                                    const int32_t* valid_start, size_t n, int32_t ring_slack) {
   absl::MutexLock lock(&mu_);

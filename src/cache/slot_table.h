@@ -83,6 +83,9 @@ class SlotTable {
   // allocated, idle and not already device-advanced) and returns their states.
   absl::Status MarkDeviceAdvanced(const uint32_t* slots, size_t n, SlotState* states)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Undoes MarkDeviceAdvanced() for slots the graph never received (its copy
+  // failed); slots freed or reset since are left alone.
+  void UnmarkDeviceAdvanced(const uint32_t* slots, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
   // The engine's lengths of slots a graph decode advanced (all-or-nothing);
   // clears device_advanced. `valid_start` may be null (keep the slot's).
   // `ring_slack` (R - W + 1): how far past written_end the ring may hold rows.

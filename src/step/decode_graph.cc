@@ -60,7 +60,9 @@ absl::Status DecodeGraph::Import(const uint32_t* slots, size_t n, void* stream) 
   for (size_t i = 0; i < n; ++i)
     values[i] = plan::GraphSlot{states[i].written_end, states[i].valid_start,
                                 states[i].ring_high, 1};
-  return exec_->SetSlots(slots, values.data(), n, stream);
+  absl::Status st = exec_->SetSlots(slots, values.data(), n, stream);
+  if (!st.ok()) cache_->slots().UnmarkDeviceAdvanced(slots, n);  // the graph did not get them
+  return st;
 }
 
 absl::Status DecodeGraph::Release(const uint32_t* slots, size_t n, void* stream) {
