@@ -16,8 +16,8 @@
  * says "Experimental: may change before 1.0." Stable calls and structs change
  * only compatibly (new functions, appended struct fields) until 1.0.
  * Experimental ones (swa_project, the codec calls, the Redis, Redis Cluster
- * and tiered stores, swa_cache_store_exists/remove) may change or go in any
- * 0.x minor release.
+ * and tiered stores, swa_cache_store_exists/remove, the graph decode) may
+ * change or go in any 0.x minor release.
  * The list is in docs/api.md, "API stability".
  *
  * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
@@ -799,6 +799,7 @@ typedef struct swa_graph_error {
  *
  *  All memory the graph needs (its copy of the slot lengths, the plan arrays,
  *  the error record) is allocated here, once.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] cache Borrowed; must outlive the graph. Every layer must have
  *  rope_style = SWA_ROPE_NONE (rotate q and k in the engine).
  *  \param[in] max_seqs Sequences per planned step, padding included (>= 1).
@@ -817,6 +818,7 @@ SWA_API swa_status_t swa_decode_graph_create(swa_cache_t* cache, uint32_t max_se
 
 /** \brief Destroy a graph (NULL is ignored). A captured CUDA graph that uses
  *  it must not be launched afterwards; wait for launches in flight first.
+ *  \warning Experimental: may change before 1.0.
  *  \note Not thread-safe with other calls on the same graph. */
 SWA_API void swa_decode_graph_destroy(swa_decode_graph_t* graph);
 
@@ -832,6 +834,7 @@ SWA_API void swa_decode_graph_destroy(swa_decode_graph_t* graph);
  *  host-side change (host-planned step, restore, reset, free and alloc).
  *  Set-up call: not capturable (on CUDA it copies from the host, ordered on
  *  `stream`, and may wait for the stream before the copy).
+ *  \warning Experimental: may change before 1.0.
  *  \param[in,out] graph The graph.
  *  \param[in] slots Host array [n] of distinct slot ids, borrowed for the call.
  *  \param[in] n Number of slots (0 is a no-op).
@@ -850,6 +853,7 @@ SWA_API swa_status_t swa_decode_graph_import(swa_decode_graph_t* graph, const ui
  *  the sequence (SWA_GRAPH_SLOT_NOT_IMPORTED). Release before freeing a slot.
  *  The slot table is not changed (a device-advanced slot stays so until
  *  swa_slot_set_lengths()). Set-up call, ordered on `stream`, not capturable.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in,out] graph The graph.
  *  \param[in] slots Host array [n] of slot ids, borrowed for the call.
  *  \param[in] n Number of slots.
@@ -876,6 +880,7 @@ SWA_API swa_status_t swa_decode_graph_release(swa_decode_graph_t* graph, const u
  *  Enqueued on `stream` with no host synchronisation, no allocation and no
  *  copy; the arrays are read when the stream runs the planner, so a captured
  *  graph reads whatever they hold at each launch. On the CPU it runs now.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in,out] graph The graph.
  *  \param[in] slots [n_seqs] int32 slot ids or -1, borrowed until the stream
  *  has run the planner.
@@ -900,6 +905,7 @@ SWA_API swa_status_t swa_decode_graph_plan(swa_decode_graph_t* graph, const int3
  *  are written as zeros in out and lse; nothing of theirs reaches the ring.
  *  Outputs equal those of swa_plan_build() + swa_step() over the valid
  *  sequences, bit for bit on the same backend. Run every layer once per plan.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in,out] graph A graph with a planned step.
  *  \param[in] args The layer and its tensors ([n_seqs * tokens_per_seq, ...]
  *  rows, backend memory), and the stream (ignored on the CPU).
@@ -916,6 +922,7 @@ SWA_API swa_status_t swa_decode_graph_step(swa_decode_graph_t* graph,
  *  host memory on the CPU), for an engine that reads it asynchronously (e.g.
  *  cudaMemcpyAsync into pinned memory). It is written by the planner in
  *  stream order and kept until swa_decode_graph_reset_error().
+ *  \warning Experimental: may change before 1.0.
  *  \return A pointer owned by the graph, valid until it is destroyed; NULL for
  *  a NULL graph.
  *  \note Thread-safe. */
@@ -924,6 +931,7 @@ SWA_API const swa_graph_error_t* swa_decode_graph_error_record(const swa_decode_
 /** \brief Read the error record as a status. On CUDA this waits for `stream`
  *  (not capturable): call it outside the graph, e.g. once per step or when
  *  outputs look wrong.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in] graph The graph.
  *  \param[in] stream cudaStream_t on CUDA; ignored on the CPU.
  *  \param[out] record Optional copy of the record (NULL = not wanted).
@@ -938,6 +946,7 @@ SWA_API swa_status_t swa_decode_graph_check(swa_decode_graph_t* graph, void* str
                                             swa_graph_error_t* record);
 
 /** \brief Clear the error record, ordered on `stream` (capturable on CUDA).
+ *  \warning Experimental: may change before 1.0.
  *  \retval SWA_OK on success; SWA_INVALID_ARGUMENT for a NULL graph.
  *  \note Not thread-safe with other calls on the same graph. */
 SWA_API swa_status_t swa_decode_graph_reset_error(swa_decode_graph_t* graph, void* stream);
@@ -953,6 +962,7 @@ SWA_API swa_status_t swa_decode_graph_reset_error(swa_decode_graph_t* graph, voi
  *  rewind below it. The graph's own copy is not changed. On a slot that is not
  *  device-advanced it may only rewind (written_end no higher than the
  *  positions its ring holds). All-or-nothing.
+ *  \warning Experimental: may change before 1.0.
  *  \param[in,out] cache The cache.
  *  \param[in] slots Host array [n] of distinct slot ids.
  *  \param[in] written_end Host array [n]: one past the last valid position.

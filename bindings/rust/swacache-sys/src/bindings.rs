@@ -2769,6 +2769,7 @@ extern "C" {
     #[doc = ""]
     #[doc = "  All memory the graph needs (its copy of the slot lengths, the plan arrays,"]
     #[doc = "  the error record) is allocated here, once."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in] cache Borrowed; must outlive the graph. Every layer must have"]
     #[doc = "  rope_style = SWA_ROPE_NONE (rotate q and k in the engine)."]
     #[doc = "  \\param[in] max_seqs Sequences per planned step, padding included (>= 1)."]
@@ -2792,6 +2793,7 @@ extern "C" {
 extern "C" {
     #[doc = " \\brief Destroy a graph (NULL is ignored). A captured CUDA graph that uses"]
     #[doc = "  it must not be launched afterwards; wait for launches in flight first."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\note Not thread-safe with other calls on the same graph."]
     pub fn swa_decode_graph_destroy(graph: *mut swa_decode_graph_t);
 }
@@ -2808,6 +2810,7 @@ extern "C" {
     #[doc = "  host-side change (host-planned step, restore, reset, free and alloc)."]
     #[doc = "  Set-up call: not capturable (on CUDA it copies from the host, ordered on"]
     #[doc = "  `stream`, and may wait for the stream before the copy)."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in,out] graph The graph."]
     #[doc = "  \\param[in] slots Host array [n] of distinct slot ids, borrowed for the call."]
     #[doc = "  \\param[in] n Number of slots (0 is a no-op)."]
@@ -2831,6 +2834,7 @@ extern "C" {
     #[doc = "  the sequence (SWA_GRAPH_SLOT_NOT_IMPORTED). Release before freeing a slot."]
     #[doc = "  The slot table is not changed (a device-advanced slot stays so until"]
     #[doc = "  swa_slot_set_lengths()). Set-up call, ordered on `stream`, not capturable."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in,out] graph The graph."]
     #[doc = "  \\param[in] slots Host array [n] of slot ids, borrowed for the call."]
     #[doc = "  \\param[in] n Number of slots."]
@@ -2862,6 +2866,7 @@ extern "C" {
     #[doc = "  Enqueued on `stream` with no host synchronisation, no allocation and no"]
     #[doc = "  copy; the arrays are read when the stream runs the planner, so a captured"]
     #[doc = "  graph reads whatever they hold at each launch. On the CPU it runs now."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in,out] graph The graph."]
     #[doc = "  \\param[in] slots [n_seqs] int32 slot ids or -1, borrowed until the stream"]
     #[doc = "  has run the planner."]
@@ -2891,6 +2896,7 @@ extern "C" {
     #[doc = "  are written as zeros in out and lse; nothing of theirs reaches the ring."]
     #[doc = "  Outputs equal those of swa_plan_build() + swa_step() over the valid"]
     #[doc = "  sequences, bit for bit on the same backend. Run every layer once per plan."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in,out] graph A graph with a planned step."]
     #[doc = "  \\param[in] args The layer and its tensors ([n_seqs * tokens_per_seq, ...]"]
     #[doc = "  rows, backend memory), and the stream (ignored on the CPU)."]
@@ -2907,6 +2913,7 @@ extern "C" {
     #[doc = "  host memory on the CPU), for an engine that reads it asynchronously (e.g."]
     #[doc = "  cudaMemcpyAsync into pinned memory). It is written by the planner in"]
     #[doc = "  stream order and kept until swa_decode_graph_reset_error()."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\return A pointer owned by the graph, valid until it is destroyed; NULL for"]
     #[doc = "  a NULL graph."]
     #[doc = "  \\note Thread-safe."]
@@ -2916,6 +2923,7 @@ extern "C" {
     #[doc = " \\brief Read the error record as a status. On CUDA this waits for `stream`"]
     #[doc = "  (not capturable): call it outside the graph, e.g. once per step or when"]
     #[doc = "  outputs look wrong."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in] graph The graph."]
     #[doc = "  \\param[in] stream cudaStream_t on CUDA; ignored on the CPU."]
     #[doc = "  \\param[out] record Optional copy of the record (NULL = not wanted)."]
@@ -2934,6 +2942,7 @@ extern "C" {
 }
 extern "C" {
     #[doc = " \\brief Clear the error record, ordered on `stream` (capturable on CUDA)."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\retval SWA_OK on success; SWA_INVALID_ARGUMENT for a NULL graph."]
     #[doc = "  \\note Not thread-safe with other calls on the same graph."]
     pub fn swa_decode_graph_reset_error(graph: *mut swa_decode_graph_t, stream: *mut core::ffi::c_void)
@@ -2951,6 +2960,7 @@ extern "C" {
     #[doc = "  rewind below it. The graph's own copy is not changed. On a slot that is not"]
     #[doc = "  device-advanced it may only rewind (written_end no higher than the"]
     #[doc = "  positions its ring holds). All-or-nothing."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in,out] cache The cache."]
     #[doc = "  \\param[in] slots Host array [n] of distinct slot ids."]
     #[doc = "  \\param[in] written_end Host array [n]: one past the last valid position."]
