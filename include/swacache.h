@@ -16,8 +16,8 @@
  * says "Experimental: may change before 1.0." Stable calls and structs change
  * only compatibly (new functions, appended struct fields) until 1.0.
  * Experimental ones (swa_project, the codec calls, the Redis, Redis Cluster
- * and tiered stores, swa_cache_store_exists/remove) may change or go in any
- * 0.x minor release.
+ * and tiered stores, swa_cache_store_exists/remove, the graph decode) may
+ * change or go in any 0.x minor release.
  * The list is in docs/api.md, "API stability".
  *
  * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
@@ -760,6 +760,226 @@ SWA_API void swa_merge_args_init(swa_merge_args_t* args);
  *  dtype, or sizes that overflow.
  *  \note Thread-safe; on the CUDA backend the work is enqueued on args->stream. */
 SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args);
+
+/* ---- Graph decode ------------------------------------------------------- */
+
+/** \brief A graph-capturable decode of one cache (\ref sem_graph_decode):
+ *  planning from device arrays and every layer's step from that device plan,
+ *  on the caller's stream, with no host synchronisation, allocation or
+ *  host-device copy, so that a whole decode step can be captured in one CUDA
+ *  graph and replayed with new lengths. Created by swa_decode_graph_create().
+ *  On the CPU backend the same calls take host pointers and run synchronously.
+ *  The safe Rust, Go and Python bindings do not wrap these calls. */
+typedef struct swa_decode_graph swa_decode_graph_t;
+
+/** \brief Why the graph decode refused a sequence (values pinned). */
+typedef enum swa_graph_error_reason {
+  SWA_GRAPH_OK = 0,                    /**< No refused sequence since the last reset. */
+  SWA_GRAPH_SLOT_OUT_OF_RANGE = 1,     /**< Slot id below -1 or past max_slots. */
+  SWA_GRAPH_SLOT_NOT_IMPORTED = 2,     /**< Slot not imported into this graph (or released). */
+  SWA_GRAPH_SEQLEN_K_OUT_OF_RANGE = 3, /**< seqlen_k - tokens_per_seq is below 0 or valid_start. */
+  SWA_GRAPH_GAP = 4,                   /**< q_start past the slot's written_end (a forward jump). */
+  SWA_GRAPH_REWIND_TOO_DEEP = 5,       /**< The ring no longer holds the oldest key needed. */
+  SWA_GRAPH_DUPLICATE_SLOT = 6         /**< An earlier sequence of the batch has the same slot. */
+} swa_graph_error_reason_t;
+
+/** \brief The error record of a graph: the first refused sequence since the
+ *  last swa_decode_graph_reset_error(). Lives in backend memory (device memory
+ *  on CUDA); see swa_decode_graph_error_record(). Plain int32 fields. */
+typedef struct swa_graph_error {
+  int32_t reason;      /**< A swa_graph_error_reason_t; SWA_GRAPH_OK = no error. */
+  int32_t seq;         /**< Batch index of the first refused sequence of that step. */
+  int32_t slot;        /**< Its slot id as given. */
+  int32_t seqlen_k;    /**< Its seqlen_k as given. */
+  int32_t written_end; /**< The graph's written_end of that slot then; -1 when out of range. */
+  int32_t ring_high;   /**< The graph's highest stored position + 1 of that slot; -1 likewise. */
+} swa_graph_error_t;
+
+/** \brief Create a graph decode for `cache` with fixed sizes.
+ *
+ *  All memory the graph needs (its copy of the slot lengths, the plan arrays,
+ *  the error record) is allocated here, once.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in] cache Borrowed; must outlive the graph. Every layer must have
+ *  rope_style = SWA_ROPE_NONE (rotate q and k in the engine).
+ *  \param[in] max_seqs Sequences per planned step, padding included (>= 1).
+ *  \param[in] tokens_per_seq New tokens of every sequence of every step, in
+ *  [1, R - W + 1] (1 = plain decode, N + 1 = speculative verify).
+ *  \param[out] out The new graph; destroy with swa_decode_graph_destroy().
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for NULL pointers, max_seqs = 0, tokens_per_seq
+ *  outside [1, R - W + 1], sizes that overflow int32 indices.
+ *  \retval SWA_UNIMPLEMENTED when a layer has RoPE inside the step, or the
+ *  backend cannot run the graph decode (a CUDA head dim without kernels).
+ *  \retval SWA_RESOURCE_EXHAUSTED when memory runs out.
+ *  \note Thread-safe with respect to other graphs; the cache is only read. */
+SWA_API swa_status_t swa_decode_graph_create(swa_cache_t* cache, uint32_t max_seqs,
+                                             uint32_t tokens_per_seq, swa_decode_graph_t** out);
+
+/** \brief Destroy a graph (NULL is ignored). A captured CUDA graph that uses
+ *  it must not be launched afterwards; wait for launches in flight first.
+ *  \warning Experimental: may change before 1.0.
+ *  \note Not thread-safe with other calls on the same graph. */
+SWA_API void swa_decode_graph_destroy(swa_decode_graph_t* graph);
+
+/** \brief Hand slots to the graph: copy their lengths (written_end,
+ *  valid_start) from the host slot table into the graph's copy and mark them
+ *  device-advanced in the slot table.
+ *
+ *  From now on graph steps may move these slots; until swa_slot_set_lengths()
+ *  reports their lengths, swa_plan_build(), swa_step() with an older plan,
+ *  swa_slot_save(), swa_slot_restore(), swa_slot_copy(),
+ *  swa_slot_set_valid_start() and swa_slot_begin_replay() on them fail with
+ *  SWA_FAILED_PRECONDITION naming the slot. Import a slot again after any
+ *  host-side change (host-planned step, restore, reset, free and alloc).
+ *  Set-up call: not capturable (on CUDA it copies from the host, ordered on
+ *  `stream`, and may wait for the stream before the copy).
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in,out] graph The graph.
+ *  \param[in] slots Host array [n] of distinct slot ids, borrowed for the call.
+ *  \param[in] n Number of slots (0 is a no-op).
+ *  \param[in] stream cudaStream_t on CUDA; ignored on the CPU.
+ *  \retval SWA_OK on success; nothing changes on any error.
+ *  \retval SWA_INVALID_ARGUMENT for NULL pointers or a repeated slot.
+ *  \retval SWA_OUT_OF_RANGE for a slot past the pool.
+ *  \retval SWA_FAILED_PRECONDITION for a slot not allocated, being saved or
+ *  restored, or already device-advanced.
+ *  \note Not thread-safe with other calls on the same graph; thread-safe with
+ *  respect to the slot table (it locks it). */
+SWA_API swa_status_t swa_decode_graph_import(swa_decode_graph_t* graph, const uint32_t* slots,
+                                             size_t n, void* stream);
+
+/** \brief Take slots back from the graph: later graph steps naming them refuse
+ *  the sequence (SWA_GRAPH_SLOT_NOT_IMPORTED). Release before freeing a slot.
+ *  The slot table is not changed (a device-advanced slot stays so until
+ *  swa_slot_set_lengths()). Set-up call, ordered on `stream`, not capturable.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in,out] graph The graph.
+ *  \param[in] slots Host array [n] of slot ids, borrowed for the call.
+ *  \param[in] n Number of slots.
+ *  \param[in] stream cudaStream_t on CUDA; ignored on the CPU.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for NULL pointers.
+ *  \retval SWA_OUT_OF_RANGE for a slot past the pool (nothing changes).
+ *  \note Not thread-safe with other calls on the same graph. */
+SWA_API swa_status_t swa_decode_graph_release(swa_decode_graph_t* graph, const uint32_t* slots,
+                                              size_t n, void* stream);
+
+/** \brief Plan one decode step from arrays in backend memory (device memory on
+ *  CUDA, host memory on the CPU); capturable.
+ *
+ *  Sequence i has `tokens_per_seq` new tokens at rows i * tokens_per_seq ... of
+ *  every layer's tensors and q_start = seqlen_k[i] - tokens_per_seq; its
+ *  valid_start is the one the graph imported (not an input). slots[i] = -1
+ *  marks padding: its rows are written as zeros, it is no error. A sequence
+ *  the graph refuses (see \ref sem_graph_decode; slot out of range or not
+ *  imported, a repeated slot, seqlen_k out of range, a gap, a rewind deeper
+ *  than the ring keeps) is treated as padding and the first one is written to
+ *  the error record; the other sequences run. A valid sequence advances the
+ *  graph's copy of its slot (written_end = seqlen_k).
+ *  Enqueued on `stream` with no host synchronisation, no allocation and no
+ *  copy; the arrays are read when the stream runs the planner, so a captured
+ *  graph reads whatever they hold at each launch. On the CPU it runs now.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in,out] graph The graph.
+ *  \param[in] slots [n_seqs] int32 slot ids or -1, borrowed until the stream
+ *  has run the planner.
+ *  \param[in] seqlen_k [n_seqs] int32 sequence lengths after this step's tokens.
+ *  \param[in] n_seqs Sequences, in [0, max_seqs]; fixed for a captured graph.
+ *  \param[in] stream cudaStream_t on CUDA; ignored on the CPU.
+ *  \retval SWA_OK when enqueued (bad sequences are reported by the error
+ *  record, not here).
+ *  \retval SWA_INVALID_ARGUMENT for a NULL graph, NULL arrays with n_seqs > 0,
+ *  n_seqs > max_seqs.
+ *  \retval SWA_INTERNAL or SWA_UNAVAILABLE for a failed kernel launch.
+ *  \note Not thread-safe with other calls on the same graph. */
+SWA_API swa_status_t swa_decode_graph_plan(swa_decode_graph_t* graph, const int32_t* slots,
+                                           const int32_t* seqlen_k, uint32_t n_seqs,
+                                           void* stream);
+
+/** \brief Run one layer of the last planned step; capturable.
+ *
+ *  swa_step()'s work for the device plan: the new K/V of every valid sequence
+ *  are encoded into its ring rows, then each of its tokens attends (sinks,
+ *  soft-cap and lse as in swa_step()). Rows of padding and refused sequences
+ *  are written as zeros in out and lse; nothing of theirs reaches the ring.
+ *  Outputs equal those of swa_plan_build() + swa_step() over the valid
+ *  sequences, bit for bit on the same backend. Run every layer once per plan.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in,out] graph A graph with a planned step.
+ *  \param[in] args The layer and its tensors ([n_seqs * tokens_per_seq, ...]
+ *  rows, backend memory), and the stream (ignored on the CPU).
+ *  \retval SWA_OK when enqueued.
+ *  \retval SWA_INVALID_ARGUMENT for NULL tensors, v_new or sinks that do not
+ *  match the layer, unknown dtypes, a bad softmax_scale or struct_size.
+ *  \retval SWA_OUT_OF_RANGE for a layer past the last.
+ *  \retval SWA_FAILED_PRECONDITION when no step has been planned.
+ *  \note Not thread-safe with other calls on the same graph. */
+SWA_API swa_status_t swa_decode_graph_step(swa_decode_graph_t* graph,
+                                           const swa_step_args_t* args);
+
+/** \brief The graph's error record in backend memory (device memory on CUDA,
+ *  host memory on the CPU), for an engine that reads it asynchronously (e.g.
+ *  cudaMemcpyAsync into pinned memory). It is written by the planner in
+ *  stream order and kept until swa_decode_graph_reset_error().
+ *  \warning Experimental: may change before 1.0.
+ *  \return A pointer owned by the graph, valid until it is destroyed; NULL for
+ *  a NULL graph.
+ *  \note Thread-safe. */
+SWA_API const swa_graph_error_t* swa_decode_graph_error_record(const swa_decode_graph_t* graph);
+
+/** \brief Read the error record as a status. On CUDA this waits for `stream`
+ *  (not capturable): call it outside the graph, e.g. once per step or when
+ *  outputs look wrong.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in] graph The graph.
+ *  \param[in] stream cudaStream_t on CUDA; ignored on the CPU.
+ *  \param[out] record Optional copy of the record (NULL = not wanted).
+ *  \retval SWA_OK when no sequence was refused since the last reset.
+ *  \retval SWA_INVALID_ARGUMENT when the first refused sequence had a slot out
+ *  of range, a repeated slot or seqlen_k out of range;
+ *  \retval SWA_FAILED_PRECONDITION when it had a slot not imported, a gap or a
+ *  rewind too deep. The message names the sequence, its slot, its numbers and
+ *  the reason.
+ *  \note Not thread-safe with other calls on the same graph. */
+SWA_API swa_status_t swa_decode_graph_check(swa_decode_graph_t* graph, void* stream,
+                                            swa_graph_error_t* record);
+
+/** \brief Clear the error record, ordered on `stream` (capturable on CUDA).
+ *  \warning Experimental: may change before 1.0.
+ *  \retval SWA_OK on success; SWA_INVALID_ARGUMENT for a NULL graph.
+ *  \note Not thread-safe with other calls on the same graph. */
+SWA_API swa_status_t swa_decode_graph_reset_error(swa_decode_graph_t* graph, void* stream);
+
+/** \brief Report the lengths of slots a graph decode advanced, once the engine
+ *  knows them (a zero-overhead scheduler knows them a step later).
+ *
+ *  Clears the device-advanced mark (swa_decode_graph_import()). written_end is
+ *  the last graph step's seqlen_k less the tokens the engine rejected in that
+ *  step (not a deeper rewind: express that by the next step's seqlen_k). The
+ *  host then assumes the ring may hold up to R - W + 1 positions past
+ *  written_end, so a host-planned step may start at written_end but not
+ *  rewind below it. The graph's own copy is not changed. On a slot that is not
+ *  device-advanced it may only rewind (written_end no higher than the
+ *  positions its ring holds). All-or-nothing.
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in,out] cache The cache.
+ *  \param[in] slots Host array [n] of distinct slot ids.
+ *  \param[in] written_end Host array [n]: one past the last valid position.
+ *  \param[in] valid_start Host array [n] or NULL (keep each slot's); never lower
+ *  than the slot's and never above written_end.
+ *  \param[in] n Number of slots.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for NULL arrays, a repeated slot, written_end
+ *  below valid_start, a valid_start below the slot's, or positions that
+ *  overflow.
+ *  \retval SWA_OUT_OF_RANGE for a slot past the pool.
+ *  \retval SWA_FAILED_PRECONDITION for a slot not allocated or busy, or one not
+ *  device-advanced moved past what its ring holds. Messages name the slot.
+ *  \note Thread-safe (locks the slot table). */
+SWA_API swa_status_t swa_slot_set_lengths(swa_cache_t* cache, const uint32_t* slots,
+                                          const int32_t* written_end, const int32_t* valid_start,
+                                          size_t n);
 
 /* ---- Codec -------------------------------------------------------------- */
 

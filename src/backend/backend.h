@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "backend/graph_work.h"
 #include "backend/merge_work.h"
 #include "backend/project_work.h"
 #include "backend/step_work.h"
@@ -58,6 +59,9 @@ class Backend {
 
   // swa_attention_merge: two partial attentions into one, row by row.
   virtual absl::Status Merge(const MergeWork& work) = 0;
+
+  // The executor of the graph-capturable decode (graph_work.h) for one graph.
+  virtual absl::StatusOr<std::unique_ptr<GraphExecutor>> MakeGraph(const GraphSetup& setup) = 0;
 };
 
 // The backend of `kind` (CUDA: on device `device`; CPU: `num_threads` threads,

@@ -67,8 +67,8 @@ StepLayer Cache::StepLayerOf(uint32_t layer) const {
 
 absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
   absl::MutexLock lock(&slots_.mu());
-  SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(src));
-  SWA_RETURN_IF_ERROR(slots_.CheckAllocatedLocked(dst));
+  SWA_RETURN_IF_ERROR(slots_.CheckPlannableLocked(src));
+  SWA_RETURN_IF_ERROR(slots_.CheckPlannableLocked(dst));
   if (src == dst) return absl::OkStatus();
   SWA_RETURN_IF_ERROR(backend_->Copy(slot_base(dst), slot_base(src), layout_.slot_bytes()));
   SlotTable::CopyPositions(slots_.StateLocked(src), &slots_.StateLocked(dst));

@@ -1,5 +1,8 @@
 #include "cache/slot_table.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -26,6 +29,20 @@ absl::Status SlotTable::CheckAllocatedLocked(uint32_t slot) const {
     return absl::FailedPreconditionError(
         absl::StrFormat("slot %u is being saved/restored", slot));
   return absl::OkStatus();
+}
+
+absl::Status SlotTable::CheckHostKnownLocked(uint32_t slot) const {
+  if (state_[slot].device_advanced)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "slot %u is device-advanced: a graph decode may have moved it past written_end = %d; "
+        "call swa_slot_set_lengths() with its lengths first",
+        slot, state_[slot].written_end));
+  return absl::OkStatus();
+}
+
+absl::Status SlotTable::CheckPlannableLocked(uint32_t slot) const {
+  SWA_RETURN_IF_ERROR(CheckAllocatedLocked(slot));
+  return CheckHostKnownLocked(slot);
 }
 
 void SlotTable::CopyPositions(const SlotState& from, SlotState* to) {
@@ -92,6 +109,7 @@ absl::StatusOr<uint32_t> SlotTable::Generation(uint32_t slot) const {
 absl::StatusOr<SlotState> SlotTable::BeginRead(uint32_t slot) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckInRangeLocked(slot); !s.ok()) return s;
+  SWA_RETURN_IF_ERROR(CheckHostKnownLocked(slot));
   SlotState& st = state_[slot];
   if (st.busy > 0 && st.allocated) {  // other saves read it too: share
     ++st.busy;
@@ -116,7 +134,7 @@ absl::Status SlotTable::BeginWrite(uint32_t slot, uint32_t generation) {
         "slot %u was freed%s while the restore read the store (generation %u, now %u); "
         "nothing was written",
         slot, st.allocated ? " and allocated again" : "", generation, st.generation));
-  if (absl::Status s = CheckAllocatedLocked(slot); !s.ok()) return s;
+  if (absl::Status s = CheckPlannableLocked(slot); !s.ok()) return s;
   st.busy = -1;
   return absl::OkStatus();
 }
@@ -127,6 +145,78 @@ void SlotTable::EndWrite(uint32_t slot, const SlotState* restored) {
   state_[slot].busy = 0;
 }
 
+// ---- Graph decode (src/step/decode_graph.h) ----------------------------------
+
+absl::Status SlotTable::MarkDeviceAdvanced(const uint32_t* slots, size_t n, SlotState* states) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    if (absl::Status s = CheckPlannableLocked(slots[i]); !s.ok())
+      return absl::Status(s.code(), absl::StrFormat("slots[%u]: %s", i, s.message()));
+    for (size_t j = 0; j < i; ++j)
+      if (slots[j] == slots[i])
+        return absl::InvalidArgumentError(
+            absl::StrFormat("slots[%u] = %u repeats slots[%u]", i, slots[i], j));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    state_[slots[i]].device_advanced = true;
+    states[i] = state_[slots[i]];
+  }
+  return absl::OkStatus();
+}
+
+void SlotTable::UnmarkDeviceAdvanced(const uint32_t* slots, size_t n) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i)
+    if (slots[i] < state_.size()) state_[slots[i]].device_advanced = false;
+}
+
+absl::Status SlotTable::SetLengths(const uint32_t* slots, const int32_t* written_end,
+                                   const int32_t* valid_start, size_t n, int32_t ring_slack) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t slot = slots[i];
+    if (absl::Status s = CheckAllocatedLocked(slot); !s.ok())
+      return absl::Status(s.code(), absl::StrFormat("slots[%u]: %s", i, s.message()));
+    const SlotState& st = state_[slot];
+    const int32_t e = written_end[i];
+    const int32_t v = valid_start != nullptr ? valid_start[i] : st.valid_start;
+    if (v < st.valid_start)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "slots[%u] (slot %u): valid_start = %d is below the slot's valid_start = %d", i, slot,
+          v, st.valid_start));
+    if (e < v)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "slots[%u] (slot %u): written_end = %d is below valid_start = %d", i, slot, e, v));
+    if (e > INT32_MAX - ring_slack)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "slots[%u] (slot %u): written_end = %d overflows the position range", i, slot, e));
+    // A slot the host still knows may only be rewound, never moved past what
+    // its ring holds (positions that were never written).
+    const int32_t high = std::max(st.written_end, st.ring_high);
+    if (!st.device_advanced && e > high)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "slots[%u] (slot %u) is not device-advanced and its ring holds positions below %d: "
+          "written_end = %d would claim positions that were never written",
+          i, slot, high, e));
+    for (size_t j = 0; j < i; ++j)
+      if (slots[j] == slot)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("slots[%u] = %u repeats slots[%u]", i, slot, j));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    SlotState& st = state_[slots[i]];
+    const int32_t e = written_end[i];
+    if (valid_start != nullptr) st.valid_start = valid_start[i];
+    // A graph step may have stored up to R - W + 1 positions past the lengths
+    // the engine reports (rejected drafts): assume it did, which is stricter.
+    const int32_t bound = st.device_advanced ? e + ring_slack : std::max(st.written_end, st.ring_high);
+    st.ring_high = std::max(st.ring_high, bound);
+    st.written_end = e;
+    st.device_advanced = false;
+  }
+  return absl::OkStatus();
+}
+
 // ---- valid_start and bounded replay (docs/semantics.md, "valid_start and bounded replay")
 
 absl::Status SlotTable::SetValidStart(uint32_t slot, int32_t valid_start) {
@@ -134,7 +224,7 @@ absl::Status SlotTable::SetValidStart(uint32_t slot, int32_t valid_start) {
     return absl::InvalidArgumentError(
         absl::StrFormat("valid_start = %d is negative", valid_start));
   absl::MutexLock lock(&mu_);
-  SWA_RETURN_IF_ERROR(CheckAllocatedLocked(slot));
+  SWA_RETURN_IF_ERROR(CheckPlannableLocked(slot));
   SlotState& st = state_[slot];
   if (valid_start < st.valid_start)
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -150,7 +240,7 @@ absl::StatusOr<ReplayRange> SlotTable::BeginReplay(uint32_t slot, int32_t window
   if (hit_len < 0)
     return absl::InvalidArgumentError(absl::StrFormat("hit_len = %d is negative", hit_len));
   absl::MutexLock lock(&mu_);
-  SWA_RETURN_IF_ERROR(CheckAllocatedLocked(slot));
+  SWA_RETURN_IF_ERROR(CheckPlannableLocked(slot));
   SlotState& st = state_[slot];
   if (st.written_end > st.valid_start)
     return absl::FailedPreconditionError(absl::StrFormat(

@@ -30,6 +30,10 @@ struct SlotState {
   // -1: a restore is writing them. While busy, every other call on the slot
   // fails with FAILED_PRECONDITION (CheckAllocatedLocked).
   int32_t busy = 0;
+  // A graph decode may have advanced the slot since it was imported into a
+  // graph (src/step/decode_graph.h): its lengths here are stale until
+  // SetLengths(). Host planning, saves, restores, copies and replay refuse it.
+  bool device_advanced = false;
 };
 
 // What swa_slot_begin_replay reports: the positions to re-run.
@@ -74,6 +78,24 @@ class SlotTable {
   // Ends a write; `restored` (when not null) supplies written_end, valid_start
   // and ring_high.
   void EndWrite(uint32_t slot, const SlotState* restored) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Marks slots imported into a graph decode (all-or-nothing; each must be
+  // allocated, idle and not already device-advanced) and returns their states.
+  absl::Status MarkDeviceAdvanced(const uint32_t* slots, size_t n, SlotState* states)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Undoes MarkDeviceAdvanced() for slots the graph never received (its copy
+  // failed); slots freed or reset since are left alone.
+  void UnmarkDeviceAdvanced(const uint32_t* slots, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
+  // The engine's lengths of slots a graph decode advanced (all-or-nothing);
+  // clears device_advanced. `valid_start` may be null (keep the slot's).
+  // `ring_slack` (R - W + 1): how far past written_end the ring may hold rows.
+  absl::Status SetLengths(const uint32_t* slots, const int32_t* written_end,
+                          const int32_t* valid_start, size_t n, int32_t ring_slack)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // FAILED_PRECONDITION naming the slot when it is device-advanced.
+  absl::Status CheckHostKnownLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CheckAllocatedLocked, then CheckHostKnownLocked.
+  absl::Status CheckPlannableLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex& mu() const ABSL_LOCK_RETURNED(mu_) { return mu_; }
   // OUT_OF_RANGE for an id past the pool, FAILED_PRECONDITION when not

@@ -8,6 +8,7 @@
 #include "cache/cache.h"
 #include "capi/error.h"
 #include "plan/step_plan.h"
+#include "step/decode_graph.h"
 #include "swacache.h"
 
 struct swa_cache {
@@ -20,6 +21,11 @@ struct swa_plan {
   std::unique_ptr<swa::plan::StepPlan> impl;
   // What the cache's backend derived from impl's latest build (see RunStep).
   std::unique_ptr<swa::PreparedPlan> prepared;
+};
+
+// A graph decode borrows its cache (which must outlive it).
+struct swa_decode_graph {
+  std::unique_ptr<swa::DecodeGraph> impl;
 };
 
 namespace swa::capi {

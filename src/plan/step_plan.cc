@@ -172,7 +172,7 @@ absl::Status StepPlan::CheckOwnerLocked(uint32_t i) const {
         "slot %u was freed and allocated again after the plan was built: the plan no longer "
         "describes its owner",
         slot));
-  return slots_->CheckAllocatedLocked(slot);  // busy: being saved or restored
+  return slots_->CheckPlannableLocked(slot);  // busy, or advanced by a graph decode
 }
 
 absl::Status StepPlan::CheckSlotsStillPlanned() const {

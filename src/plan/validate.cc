@@ -84,7 +84,7 @@ absl::Status ValidateBatch(const SlotTable& slots, int32_t window, int32_t ring_
   for (uint32_t i = 0; i < n; ++i) {
     const SeqDesc& s = seqs[i];
     if (absl::Status st = CheckArguments(i, s); !st.ok()) return st;
-    if (absl::Status st = slots.CheckAllocatedLocked(s.slot); !st.ok())
+    if (absl::Status st = slots.CheckPlannableLocked(s.slot); !st.ok())
       return absl::Status(st.code(), absl::StrFormat("seqs[%u]: %s", i, st.message()));
     const uint64_t mark = slot_mark[s.slot];
     if ((mark >> 32) == stamp)

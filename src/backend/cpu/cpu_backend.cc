@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_step.h"
+#include "backend/cpu/decode_graph_cpu.h"
 #include "backend/cpu/gemm_cpu.h"
 #include "backend/cpu/merge_cpu.h"
 #include "backend/cpu/thread_pool.h"
@@ -102,6 +103,10 @@ class CpuBackend final : public Backend {
   absl::Status Merge(const MergeWork& work) override {
     MergeCpu(work, &pool_);
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<GraphExecutor>> MakeGraph(const GraphSetup& setup) override {
+    return MakeCpuGraph(*this, setup);
   }
 
  private:

@@ -51,6 +51,8 @@ class CudaBackend final : public Backend {
   absl::Status RunStep(const StepWork& work, PreparedPlan& prepared, StepResult* result) override;
   absl::Status Project(const ProjectWork& work) override;
   absl::Status Merge(const MergeWork& work) override;
+  // graph_executor.cc
+  absl::StatusOr<std::unique_ptr<GraphExecutor>> MakeGraph(const GraphSetup& setup) override;
 
   // Stream-ordered scratch from the backend's own memory pool.
   absl::StatusOr<uint8_t*> AllocScratch(size_t bytes, cudaStream_t stream);

@@ -2629,6 +2629,360 @@ extern "C" {
     #[doc = "  \\note Thread-safe; on the CUDA backend the work is enqueued on args->stream."]
     pub fn swa_attention_merge(cache: *mut swa_cache_t, args: *const swa_merge_args_t) -> swa_status_t;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_decode_graph {
+    _unused: [u8; 0],
+}
+#[doc = " \\brief A graph-capturable decode of one cache (\\ref sem_graph_decode):"]
+#[doc = "  planning from device arrays and every layer's step from that device plan,"]
+#[doc = "  on the caller's stream, with no host synchronisation, allocation or"]
+#[doc = "  host-device copy, so that a whole decode step can be captured in one CUDA"]
+#[doc = "  graph and replayed with new lengths. Created by swa_decode_graph_create()."]
+#[doc = "  On the CPU backend the same calls take host pointers and run synchronously."]
+#[doc = "  The safe Rust, Go and Python bindings do not wrap these calls."]
+pub type swa_decode_graph_t = swa_decode_graph;
+#[doc = "< No refused sequence since the last reset."]
+pub const SWA_GRAPH_OK: swa_graph_error_reason = 0;
+#[doc = "< Slot id below -1 or past max_slots."]
+pub const SWA_GRAPH_SLOT_OUT_OF_RANGE: swa_graph_error_reason = 1;
+#[doc = "< Slot not imported into this graph (or released)."]
+pub const SWA_GRAPH_SLOT_NOT_IMPORTED: swa_graph_error_reason = 2;
+#[doc = "< seqlen_k - tokens_per_seq is below 0 or valid_start."]
+pub const SWA_GRAPH_SEQLEN_K_OUT_OF_RANGE: swa_graph_error_reason = 3;
+#[doc = "< q_start past the slot's written_end (a forward jump)."]
+pub const SWA_GRAPH_GAP: swa_graph_error_reason = 4;
+#[doc = "< The ring no longer holds the oldest key needed."]
+pub const SWA_GRAPH_REWIND_TOO_DEEP: swa_graph_error_reason = 5;
+#[doc = "< An earlier sequence of the batch has the same slot."]
+pub const SWA_GRAPH_DUPLICATE_SLOT: swa_graph_error_reason = 6;
+#[doc = " \\brief Why the graph decode refused a sequence (values pinned)."]
+pub type swa_graph_error_reason = core::ffi::c_uint;
+#[doc = " \\brief Why the graph decode refused a sequence (values pinned)."]
+pub use self::swa_graph_error_reason as swa_graph_error_reason_t;
+#[doc = " \\brief The error record of a graph: the first refused sequence since the"]
+#[doc = "  last swa_decode_graph_reset_error(). Lives in backend memory (device memory"]
+#[doc = "  on CUDA); see swa_decode_graph_error_record(). Plain int32 fields."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_graph_error {
+    #[doc = "< A swa_graph_error_reason_t; SWA_GRAPH_OK = no error."]
+    pub reason: i32,
+    #[doc = "< Batch index of the first refused sequence of that step."]
+    pub seq: i32,
+    #[doc = "< Its slot id as given."]
+    pub slot: i32,
+    #[doc = "< Its seqlen_k as given."]
+    pub seqlen_k: i32,
+    #[doc = "< The graph's written_end of that slot then; -1 when out of range."]
+    pub written_end: i32,
+    #[doc = "< The graph's highest stored position + 1 of that slot; -1 likewise."]
+    pub ring_high: i32,
+}
+#[test]
+fn bindgen_test_layout_swa_graph_error() {
+    assert_eq!(::core::mem::size_of::<swa_graph_error>(), 24usize, concat!("Size of: ", stringify!(swa_graph_error)));
+    assert_eq!(
+        ::core::mem::align_of::<swa_graph_error>(),
+        4usize,
+        concat!("Alignment of ", stringify!(swa_graph_error))
+    );
+    fn test_field_reason() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_graph_error>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).reason) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_graph_error), "::", stringify!(reason))
+        );
+    }
+    test_field_reason();
+    fn test_field_seq() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_graph_error>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).seq) as usize - ptr as usize
+            },
+            4usize,
+            concat!("Offset of field: ", stringify!(swa_graph_error), "::", stringify!(seq))
+        );
+    }
+    test_field_seq();
+    fn test_field_slot() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_graph_error>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).slot) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_graph_error), "::", stringify!(slot))
+        );
+    }
+    test_field_slot();
+    fn test_field_seqlen_k() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_graph_error>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).seqlen_k) as usize - ptr as usize
+            },
+            12usize,
+            concat!("Offset of field: ", stringify!(swa_graph_error), "::", stringify!(seqlen_k))
+        );
+    }
+    test_field_seqlen_k();
+    fn test_field_written_end() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_graph_error>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).written_end) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_graph_error), "::", stringify!(written_end))
+        );
+    }
+    test_field_written_end();
+    fn test_field_ring_high() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_graph_error>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).ring_high) as usize - ptr as usize
+            },
+            20usize,
+            concat!("Offset of field: ", stringify!(swa_graph_error), "::", stringify!(ring_high))
+        );
+    }
+    test_field_ring_high();
+}
+#[doc = " \\brief The error record of a graph: the first refused sequence since the"]
+#[doc = "  last swa_decode_graph_reset_error(). Lives in backend memory (device memory"]
+#[doc = "  on CUDA); see swa_decode_graph_error_record(). Plain int32 fields."]
+pub type swa_graph_error_t = swa_graph_error;
+extern "C" {
+    #[doc = " \\brief Create a graph decode for `cache` with fixed sizes."]
+    #[doc = ""]
+    #[doc = "  All memory the graph needs (its copy of the slot lengths, the plan arrays,"]
+    #[doc = "  the error record) is allocated here, once."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in] cache Borrowed; must outlive the graph. Every layer must have"]
+    #[doc = "  rope_style = SWA_ROPE_NONE (rotate q and k in the engine)."]
+    #[doc = "  \\param[in] max_seqs Sequences per planned step, padding included (>= 1)."]
+    #[doc = "  \\param[in] tokens_per_seq New tokens of every sequence of every step, in"]
+    #[doc = "  [1, R - W + 1] (1 = plain decode, N + 1 = speculative verify)."]
+    #[doc = "  \\param[out] out The new graph; destroy with swa_decode_graph_destroy()."]
+    #[doc = "  \\retval SWA_OK on success."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL pointers, max_seqs = 0, tokens_per_seq"]
+    #[doc = "  outside [1, R - W + 1], sizes that overflow int32 indices."]
+    #[doc = "  \\retval SWA_UNIMPLEMENTED when a layer has RoPE inside the step, or the"]
+    #[doc = "  backend cannot run the graph decode (a CUDA head dim without kernels)."]
+    #[doc = "  \\retval SWA_RESOURCE_EXHAUSTED when memory runs out."]
+    #[doc = "  \\note Thread-safe with respect to other graphs; the cache is only read."]
+    pub fn swa_decode_graph_create(
+        cache: *mut swa_cache_t,
+        max_seqs: u32,
+        tokens_per_seq: u32,
+        out: *mut *mut swa_decode_graph_t,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Destroy a graph (NULL is ignored). A captured CUDA graph that uses"]
+    #[doc = "  it must not be launched afterwards; wait for launches in flight first."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\note Not thread-safe with other calls on the same graph."]
+    pub fn swa_decode_graph_destroy(graph: *mut swa_decode_graph_t);
+}
+extern "C" {
+    #[doc = " \\brief Hand slots to the graph: copy their lengths (written_end,"]
+    #[doc = "  valid_start) from the host slot table into the graph's copy and mark them"]
+    #[doc = "  device-advanced in the slot table."]
+    #[doc = ""]
+    #[doc = "  From now on graph steps may move these slots; until swa_slot_set_lengths()"]
+    #[doc = "  reports their lengths, swa_plan_build(), swa_step() with an older plan,"]
+    #[doc = "  swa_slot_save(), swa_slot_restore(), swa_slot_copy(),"]
+    #[doc = "  swa_slot_set_valid_start() and swa_slot_begin_replay() on them fail with"]
+    #[doc = "  SWA_FAILED_PRECONDITION naming the slot. Import a slot again after any"]
+    #[doc = "  host-side change (host-planned step, restore, reset, free and alloc)."]
+    #[doc = "  Set-up call: not capturable (on CUDA it copies from the host, ordered on"]
+    #[doc = "  `stream`, and may wait for the stream before the copy)."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in,out] graph The graph."]
+    #[doc = "  \\param[in] slots Host array [n] of distinct slot ids, borrowed for the call."]
+    #[doc = "  \\param[in] n Number of slots (0 is a no-op)."]
+    #[doc = "  \\param[in] stream cudaStream_t on CUDA; ignored on the CPU."]
+    #[doc = "  \\retval SWA_OK on success; nothing changes on any error."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL pointers or a repeated slot."]
+    #[doc = "  \\retval SWA_OUT_OF_RANGE for a slot past the pool."]
+    #[doc = "  \\retval SWA_FAILED_PRECONDITION for a slot not allocated, being saved or"]
+    #[doc = "  restored, or already device-advanced."]
+    #[doc = "  \\note Not thread-safe with other calls on the same graph; thread-safe with"]
+    #[doc = "  respect to the slot table (it locks it)."]
+    pub fn swa_decode_graph_import(
+        graph: *mut swa_decode_graph_t,
+        slots: *const u32,
+        n: usize,
+        stream: *mut core::ffi::c_void,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Take slots back from the graph: later graph steps naming them refuse"]
+    #[doc = "  the sequence (SWA_GRAPH_SLOT_NOT_IMPORTED). Release before freeing a slot."]
+    #[doc = "  The slot table is not changed (a device-advanced slot stays so until"]
+    #[doc = "  swa_slot_set_lengths()). Set-up call, ordered on `stream`, not capturable."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in,out] graph The graph."]
+    #[doc = "  \\param[in] slots Host array [n] of slot ids, borrowed for the call."]
+    #[doc = "  \\param[in] n Number of slots."]
+    #[doc = "  \\param[in] stream cudaStream_t on CUDA; ignored on the CPU."]
+    #[doc = "  \\retval SWA_OK on success."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL pointers."]
+    #[doc = "  \\retval SWA_OUT_OF_RANGE for a slot past the pool (nothing changes)."]
+    #[doc = "  \\note Not thread-safe with other calls on the same graph."]
+    pub fn swa_decode_graph_release(
+        graph: *mut swa_decode_graph_t,
+        slots: *const u32,
+        n: usize,
+        stream: *mut core::ffi::c_void,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Plan one decode step from arrays in backend memory (device memory on"]
+    #[doc = "  CUDA, host memory on the CPU); capturable."]
+    #[doc = ""]
+    #[doc = "  Sequence i has `tokens_per_seq` new tokens at rows i * tokens_per_seq ... of"]
+    #[doc = "  every layer's tensors and q_start = seqlen_k[i] - tokens_per_seq; its"]
+    #[doc = "  valid_start is the one the graph imported (not an input). slots[i] = -1"]
+    #[doc = "  marks padding: its rows are written as zeros, it is no error. A sequence"]
+    #[doc = "  the graph refuses (see \\ref sem_graph_decode; slot out of range or not"]
+    #[doc = "  imported, a repeated slot, seqlen_k out of range, a gap, a rewind deeper"]
+    #[doc = "  than the ring keeps) is treated as padding and the first one is written to"]
+    #[doc = "  the error record; the other sequences run. A valid sequence advances the"]
+    #[doc = "  graph's copy of its slot (written_end = seqlen_k)."]
+    #[doc = "  Enqueued on `stream` with no host synchronisation, no allocation and no"]
+    #[doc = "  copy; the arrays are read when the stream runs the planner, so a captured"]
+    #[doc = "  graph reads whatever they hold at each launch. On the CPU it runs now."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in,out] graph The graph."]
+    #[doc = "  \\param[in] slots [n_seqs] int32 slot ids or -1, borrowed until the stream"]
+    #[doc = "  has run the planner."]
+    #[doc = "  \\param[in] seqlen_k [n_seqs] int32 sequence lengths after this step's tokens."]
+    #[doc = "  \\param[in] n_seqs Sequences, in [0, max_seqs]; fixed for a captured graph."]
+    #[doc = "  \\param[in] stream cudaStream_t on CUDA; ignored on the CPU."]
+    #[doc = "  \\retval SWA_OK when enqueued (bad sequences are reported by the error"]
+    #[doc = "  record, not here)."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for a NULL graph, NULL arrays with n_seqs > 0,"]
+    #[doc = "  n_seqs > max_seqs."]
+    #[doc = "  \\retval SWA_INTERNAL or SWA_UNAVAILABLE for a failed kernel launch."]
+    #[doc = "  \\note Not thread-safe with other calls on the same graph."]
+    pub fn swa_decode_graph_plan(
+        graph: *mut swa_decode_graph_t,
+        slots: *const i32,
+        seqlen_k: *const i32,
+        n_seqs: u32,
+        stream: *mut core::ffi::c_void,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Run one layer of the last planned step; capturable."]
+    #[doc = ""]
+    #[doc = "  swa_step()'s work for the device plan: the new K/V of every valid sequence"]
+    #[doc = "  are encoded into its ring rows, then each of its tokens attends (sinks,"]
+    #[doc = "  soft-cap and lse as in swa_step()). Rows of padding and refused sequences"]
+    #[doc = "  are written as zeros in out and lse; nothing of theirs reaches the ring."]
+    #[doc = "  Outputs equal those of swa_plan_build() + swa_step() over the valid"]
+    #[doc = "  sequences, bit for bit on the same backend. Run every layer once per plan."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in,out] graph A graph with a planned step."]
+    #[doc = "  \\param[in] args The layer and its tensors ([n_seqs * tokens_per_seq, ...]"]
+    #[doc = "  rows, backend memory), and the stream (ignored on the CPU)."]
+    #[doc = "  \\retval SWA_OK when enqueued."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL tensors, v_new or sinks that do not"]
+    #[doc = "  match the layer, unknown dtypes, a bad softmax_scale or struct_size."]
+    #[doc = "  \\retval SWA_OUT_OF_RANGE for a layer past the last."]
+    #[doc = "  \\retval SWA_FAILED_PRECONDITION when no step has been planned."]
+    #[doc = "  \\note Not thread-safe with other calls on the same graph."]
+    pub fn swa_decode_graph_step(graph: *mut swa_decode_graph_t, args: *const swa_step_args_t) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief The graph's error record in backend memory (device memory on CUDA,"]
+    #[doc = "  host memory on the CPU), for an engine that reads it asynchronously (e.g."]
+    #[doc = "  cudaMemcpyAsync into pinned memory). It is written by the planner in"]
+    #[doc = "  stream order and kept until swa_decode_graph_reset_error()."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\return A pointer owned by the graph, valid until it is destroyed; NULL for"]
+    #[doc = "  a NULL graph."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_decode_graph_error_record(graph: *const swa_decode_graph_t) -> *const swa_graph_error_t;
+}
+extern "C" {
+    #[doc = " \\brief Read the error record as a status. On CUDA this waits for `stream`"]
+    #[doc = "  (not capturable): call it outside the graph, e.g. once per step or when"]
+    #[doc = "  outputs look wrong."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in] graph The graph."]
+    #[doc = "  \\param[in] stream cudaStream_t on CUDA; ignored on the CPU."]
+    #[doc = "  \\param[out] record Optional copy of the record (NULL = not wanted)."]
+    #[doc = "  \\retval SWA_OK when no sequence was refused since the last reset."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT when the first refused sequence had a slot out"]
+    #[doc = "  of range, a repeated slot or seqlen_k out of range;"]
+    #[doc = "  \\retval SWA_FAILED_PRECONDITION when it had a slot not imported, a gap or a"]
+    #[doc = "  rewind too deep. The message names the sequence, its slot, its numbers and"]
+    #[doc = "  the reason."]
+    #[doc = "  \\note Not thread-safe with other calls on the same graph."]
+    pub fn swa_decode_graph_check(
+        graph: *mut swa_decode_graph_t,
+        stream: *mut core::ffi::c_void,
+        record: *mut swa_graph_error_t,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Clear the error record, ordered on `stream` (capturable on CUDA)."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\retval SWA_OK on success; SWA_INVALID_ARGUMENT for a NULL graph."]
+    #[doc = "  \\note Not thread-safe with other calls on the same graph."]
+    pub fn swa_decode_graph_reset_error(graph: *mut swa_decode_graph_t, stream: *mut core::ffi::c_void)
+        -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Report the lengths of slots a graph decode advanced, once the engine"]
+    #[doc = "  knows them (a zero-overhead scheduler knows them a step later)."]
+    #[doc = ""]
+    #[doc = "  Clears the device-advanced mark (swa_decode_graph_import()). written_end is"]
+    #[doc = "  the last graph step's seqlen_k less the tokens the engine rejected in that"]
+    #[doc = "  step (not a deeper rewind: express that by the next step's seqlen_k). The"]
+    #[doc = "  host then assumes the ring may hold up to R - W + 1 positions past"]
+    #[doc = "  written_end, so a host-planned step may start at written_end but not"]
+    #[doc = "  rewind below it. The graph's own copy is not changed. On a slot that is not"]
+    #[doc = "  device-advanced it may only rewind (written_end no higher than the"]
+    #[doc = "  positions its ring holds). All-or-nothing."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in,out] cache The cache."]
+    #[doc = "  \\param[in] slots Host array [n] of distinct slot ids."]
+    #[doc = "  \\param[in] written_end Host array [n]: one past the last valid position."]
+    #[doc = "  \\param[in] valid_start Host array [n] or NULL (keep each slot's); never lower"]
+    #[doc = "  than the slot's and never above written_end."]
+    #[doc = "  \\param[in] n Number of slots."]
+    #[doc = "  \\retval SWA_OK on success."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL arrays, a repeated slot, written_end"]
+    #[doc = "  below valid_start, a valid_start below the slot's, or positions that"]
+    #[doc = "  overflow."]
+    #[doc = "  \\retval SWA_OUT_OF_RANGE for a slot past the pool."]
+    #[doc = "  \\retval SWA_FAILED_PRECONDITION for a slot not allocated or busy, or one not"]
+    #[doc = "  device-advanced moved past what its ring holds. Messages name the slot."]
+    #[doc = "  \\note Thread-safe (locks the slot table)."]
+    pub fn swa_slot_set_lengths(
+        cache: *mut swa_cache_t,
+        slots: *const u32,
+        written_end: *const i32,
+        valid_start: *const i32,
+        n: usize,
+    ) -> swa_status_t;
+}
 extern "C" {
     #[doc = " \\brief Bytes of one stored vector of `dim` values in `format` (\\ref sem_slot_layout):"]
     #[doc = "  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`."]

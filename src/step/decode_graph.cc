@@ -1,0 +1,140 @@
+#include "step/decode_graph.h"
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace swa {
+
+const char* GraphReasonName(int32_t reason) {
+  switch (reason) {
+    case plan::kGraphOk: return "ok";
+    case plan::kGraphSlotOutOfRange: return "slot out of range";
+    case plan::kGraphSlotNotImported: return "slot not imported into the graph";
+    case plan::kGraphLengthOutOfRange: return "seqlen_k out of range";
+    case plan::kGraphGap: return "gap (a forward jump other than tokens_per_seq)";
+    case plan::kGraphRewindTooDeep: return "rewind deeper than the ring keeps";
+    case plan::kGraphDuplicateSlot: return "slot repeated in the batch";
+    default: return "unknown reason";
+  }
+}
+
+absl::StatusOr<std::unique_ptr<DecodeGraph>> DecodeGraph::Create(Cache& cache, int32_t max_seqs,
+                                                                  int32_t tokens) {
+  const Layout& lay = cache.layout();
+  const int32_t max_q = int32_t(lay.ring_len() - lay.window() + 1);
+  if (max_seqs < 1)
+    return absl::InvalidArgumentError(absl::StrFormat("max_seqs = %d: need >= 1", max_seqs));
+  if (tokens < 1 || tokens > max_q)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tokens_per_seq = %d is outside [1, R - W + 1 = %d - %d + 1 = %d]", tokens,
+        lay.ring_len(), lay.window(), max_q));
+  if (int64_t{max_seqs} * tokens > INT32_MAX / int64_t{lay.window()})
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_seqs * tokens_per_seq = %d * %d is too large", max_seqs, tokens));
+  for (uint32_t l = 0; l < lay.num_layers(); ++l)
+    if (lay.spec().layers[l].rope.style != RopeStyle::kNone)
+      return absl::UnimplementedError(absl::StrFormat(
+          "layers[%u] rotates inside the step (rope_style set), which the graph decode does not "
+          "do: rotate q and k in the engine, or use swa_plan_build + swa_step",
+          l));
+  std::unique_ptr<DecodeGraph> g(new DecodeGraph());
+  g->cache_ = &cache;
+  g->setup_ = GraphSetup{.max_slots = int32_t(lay.max_slots()),
+                         .max_seqs = max_seqs,
+                         .tokens = tokens,
+                         .window = int32_t(lay.window()),
+                         .ring_len = int32_t(lay.ring_len())};
+  SWA_ASSIGN_OR_RETURN(g->exec_, cache.backend().MakeGraph(g->setup_));
+  return g;
+}
+
+absl::Status DecodeGraph::Import(const uint32_t* slots, size_t n, void* stream) {
+  if (n == 0) return absl::OkStatus();
+  std::vector<SlotState> states(n);
+  std::vector<plan::GraphSlot> values(n);
+  SWA_RETURN_IF_ERROR(cache_->slots().MarkDeviceAdvanced(slots, n, states.data()));
+  for (size_t i = 0; i < n; ++i)
+    values[i] = plan::GraphSlot{states[i].written_end, states[i].valid_start,
+                                states[i].ring_high, 1};
+  absl::Status st = exec_->SetSlots(slots, values.data(), n, stream);
+  if (!st.ok()) cache_->slots().UnmarkDeviceAdvanced(slots, n);  // the graph did not get them
+  return st;
+}
+
+absl::Status DecodeGraph::Release(const uint32_t* slots, size_t n, void* stream) {
+  if (n == 0) return absl::OkStatus();
+  for (size_t i = 0; i < n; ++i)
+    if (slots[i] >= uint32_t(setup_.max_slots))
+      return absl::OutOfRangeError(absl::StrFormat(
+          "slots[%u] = %u is out of range: the pool has %d slots", i, slots[i], setup_.max_slots));
+  std::vector<plan::GraphSlot> values(n, plan::GraphSlot{0, 0, 0, 0});
+  return exec_->SetSlots(slots, values.data(), n, stream);
+}
+
+absl::Status DecodeGraph::Plan(const int32_t* slots, const int32_t* seqlen_k, int32_t n_seqs,
+                               void* stream) {
+  if (n_seqs < 0 || n_seqs > setup_.max_seqs)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "n_seqs = %d is outside [0, max_seqs = %d]", n_seqs, setup_.max_seqs));
+  if (n_seqs > 0 && (slots == nullptr || seqlen_k == nullptr))
+    return absl::InvalidArgumentError("slots and seqlen_k must not be NULL");
+  SWA_RETURN_IF_ERROR(exec_->Plan(slots, seqlen_k, n_seqs, stream));
+  planned_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status DecodeGraph::Step(const StepTensors& t) {
+  if (!planned_)
+    return absl::FailedPreconditionError("no step has been planned on this graph yet");
+  const Layout& lay = cache_->layout();
+  if (t.layer >= lay.num_layers())
+    return absl::OutOfRangeError(absl::StrFormat(
+        "layer = %u is out of range: the cache has %u layers", t.layer, lay.num_layers()));
+  const LayerSpec& spec = lay.spec().layers[t.layer];
+  if (t.q == nullptr || t.k_new == nullptr || t.out == nullptr)
+    return absl::InvalidArgumentError("q, k_new and out must not be NULL");
+  if (spec.shared_kv != (t.v_new == nullptr))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "v_new must be %s for layer %u", spec.shared_kv ? "NULL" : "given", t.layer));
+  if (spec.has_sinks != (t.sinks != nullptr))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "sinks must be %s for layer %u", spec.has_sinks ? "given" : "NULL", t.layer));
+  if (!std::isfinite(t.softmax_scale) || t.softmax_scale < 0)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("softmax_scale = %g is not a finite value >= 0", t.softmax_scale));
+  const StepLayer layer = cache_->StepLayerOf(t.layer);
+  const float scale =
+      t.softmax_scale != 0 ? t.softmax_scale : 1.0f / std::sqrt(float(layer.head_dim));
+  StepResult result;
+  SWA_RETURN_IF_ERROR(exec_->Step(layer, t, scale, &result));
+  cache_->counters().nonfinite_blocks.fetch_add(result.nonfinite_blocks,
+                                                std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status DecodeGraph::CheckError(void* stream, plan::GraphError* out) {
+  plan::GraphError e;
+  SWA_RETURN_IF_ERROR(exec_->ReadError(stream, &e));
+  if (out != nullptr) *out = e;
+  if (e.reason == plan::kGraphOk) return absl::OkStatus();
+  const std::string msg = absl::StrFormat(
+      "graph decode: seqs[%d] (slot %d, seqlen_k = %d): %s (reason %d; the graph's written_end = "
+      "%d, ring_high = %d, tokens_per_seq = %d, R = %d, W = %d); its output rows were zeroed and "
+      "nothing was written to its ring",
+      e.seq, e.slot, e.seqlen_k, GraphReasonName(e.reason), e.reason, e.written_end, e.ring_high,
+      setup_.tokens, setup_.ring_len, setup_.window);
+  switch (e.reason) {
+    case plan::kGraphSlotOutOfRange:
+    case plan::kGraphLengthOutOfRange:
+    case plan::kGraphDuplicateSlot:
+      return absl::InvalidArgumentError(msg);
+    default:
+      return absl::FailedPreconditionError(msg);
+  }
+}
+
+}  // namespace swa

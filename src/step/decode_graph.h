@@ -1,0 +1,50 @@
+// The graph-capturable decode above the backends (docs/cuda_backend.md,
+// "Graph-capturable decode"): the slot-table side (import, the device-advanced
+// mark) and the argument checks; the backend's GraphExecutor does the work.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "backend/graph_work.h"
+#include "cache/cache.h"
+
+namespace swa {
+
+class DecodeGraph {
+ public:
+  // `cache` must outlive the graph. `tokens`: new tokens per sequence, in
+  // [1, R - W + 1]. Refuses caches with a RoPE layer (UNIMPLEMENTED).
+  static absl::StatusOr<std::unique_ptr<DecodeGraph>> Create(Cache& cache, int32_t max_seqs,
+                                                            int32_t tokens);
+
+  // Copies the host lengths of `slots` into the graph and marks them
+  // device-advanced in the slot table (all-or-nothing).
+  absl::Status Import(const uint32_t* slots, size_t n, void* stream);
+  // The graph refuses `slots` from now on (slot-table state unchanged).
+  absl::Status Release(const uint32_t* slots, size_t n, void* stream);
+  absl::Status Plan(const int32_t* slots, const int32_t* seqlen_k, int32_t n_seqs, void* stream);
+  absl::Status Step(const StepTensors& tensors);
+
+  plan::GraphError* error_record() { return exec_->error_record(); }
+  // The record as a status (waits for `stream`): OK, or the first bad sequence.
+  // `*out` (may be null) receives the record when it could be read.
+  absl::Status CheckError(void* stream, plan::GraphError* out);
+  absl::Status ResetError(void* stream) { return exec_->ResetError(stream); }
+
+  int32_t max_seqs() const { return setup_.max_seqs; }
+  int32_t tokens() const { return setup_.tokens; }
+
+ private:
+  DecodeGraph() = default;
+  Cache* cache_ = nullptr;
+  GraphSetup setup_;
+  std::unique_ptr<GraphExecutor> exec_;
+  bool planned_ = false;
+};
+
+// A reason code as words ("gap", "rewind too deep", ...).
+const char* GraphReasonName(int32_t reason);
+
+}  // namespace swa
