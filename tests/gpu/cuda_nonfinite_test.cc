@@ -2,9 +2,9 @@
 // and values"): a row whose band holds such a key gets a non-finite output on
 // both backends; every other row, including rows in the same CTA of the
 // tensor-core kernel (whose MMA multiplies every row by every key of a tile),
-// stays finite and matches the CPU backend. G = 6 query heads per KV head, so
-// that the CPU backend's 6-row register tiles are one token each and its rows
-// are poisoned exactly by their own band too.
+// stays finite and matches the CPU backend. G = 6 query heads per KV head
+// (the CPU backend's 6-row register tiles are then one token each; it also
+// keeps mixed-token tiles exact, tests/unit/cpu_attention_test.cc).
 #include <cstdlib>
 
 #include "gpu/gpu_test_util.h"
