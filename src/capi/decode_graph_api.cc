@@ -6,6 +6,7 @@
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/handles.h"
+#include "capi/step_args.h"
 #include "common/status_macros.h"
 #include "plan/graph_math.h"
 
@@ -30,27 +31,8 @@ static_assert(SWA_GRAPH_GAP == plan::kGraphGap);
 static_assert(SWA_GRAPH_REWIND_TOO_DEEP == plan::kGraphRewindTooDeep);
 static_assert(SWA_GRAPH_DUPLICATE_SLOT == plan::kGraphDuplicateSlot);
 
-// sizeof(swa_step_args_t) in 0.1, before `lse` (as swa_step).
-constexpr size_t kStepArgsV1 = offsetof(swa_step_args_t, lse);
-
 absl::Status CheckGraph(const swa_decode_graph_t* graph) {
   if (graph == nullptr || graph->impl == nullptr) return NullArg("graph");
-  return absl::OkStatus();
-}
-
-absl::Status ConvertArgs(const swa_step_args_t& a, StepTensors* t) {
-  SWA_ASSIGN_OR_RETURN(t->q_dtype, ConvertDtype(a.q_dtype, "q_dtype"));
-  SWA_ASSIGN_OR_RETURN(t->kv_dtype, ConvertDtype(a.kv_dtype, "kv_dtype"));
-  SWA_ASSIGN_OR_RETURN(t->out_dtype, ConvertDtype(a.out_dtype, "out_dtype"));
-  t->layer = a.layer;
-  t->q = a.q;
-  t->k_new = a.k_new;
-  t->v_new = a.v_new;
-  t->out = a.out;
-  t->sinks = a.sinks;
-  t->softmax_scale = a.softmax_scale;
-  t->stream = a.stream;
-  t->lse = a.struct_size > kStepArgsV1 ? a.lse : nullptr;
   return absl::OkStatus();
 }
 
@@ -114,7 +96,7 @@ SWA_API swa_status_t swa_decode_graph_step(swa_decode_graph_t* graph,
     SWA_RETURN_IF_ERROR(swa::capi::CheckStructSize2(args->struct_size, swa::capi::kStepArgsV1,
                                                     sizeof(swa_step_args_t), "swa_step_args_t"));
     swa::StepTensors tensors;
-    SWA_RETURN_IF_ERROR(swa::capi::ConvertArgs(*args, &tensors));
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertStepArgs(*args, &tensors));
     return graph->impl->Step(tensors);
   });
 }

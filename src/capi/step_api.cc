@@ -6,6 +6,7 @@
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/handles.h"
+#include "capi/step_args.h"
 #include "common/status_macros.h"
 #include "step/run_step.h"
 
@@ -13,26 +14,6 @@ using swa::capi::Guard;
 
 namespace swa::capi {
 namespace {
-
-// sizeof(swa_step_args_t) in 0.1, before `lse`.
-constexpr size_t kStepArgsV1 = offsetof(swa_step_args_t, lse);
-
-// The one conversion of the caller's arguments; backends read the result.
-absl::Status ConvertArgs(const swa_step_args_t& a, StepTensors* t) {
-  SWA_ASSIGN_OR_RETURN(t->q_dtype, ConvertDtype(a.q_dtype, "q_dtype"));
-  SWA_ASSIGN_OR_RETURN(t->kv_dtype, ConvertDtype(a.kv_dtype, "kv_dtype"));
-  SWA_ASSIGN_OR_RETURN(t->out_dtype, ConvertDtype(a.out_dtype, "out_dtype"));
-  t->layer = a.layer;
-  t->q = a.q;
-  t->k_new = a.k_new;
-  t->v_new = a.v_new;
-  t->out = a.out;
-  t->sinks = a.sinks;
-  t->softmax_scale = a.softmax_scale;
-  t->stream = a.stream;
-  t->lse = a.struct_size > kStepArgsV1 ? a.lse : nullptr;  // a 0.1 struct ends before it
-  return absl::OkStatus();
-}
 
 absl::Status ConvertMerge(const swa_merge_args_t& a, MergeWork* w) {
   SWA_ASSIGN_OR_RETURN(w->dtype, ConvertDtype(a.dtype, "dtype"));
@@ -62,6 +43,24 @@ absl::Status ConvertMerge(const swa_merge_args_t& a, MergeWork* w) {
 }
 
 }  // namespace
+
+// The one conversion of the caller's arguments; backends read the result.
+absl::Status ConvertStepArgs(const swa_step_args_t& a, StepTensors* t) {
+  SWA_ASSIGN_OR_RETURN(t->q_dtype, ConvertDtype(a.q_dtype, "q_dtype"));
+  SWA_ASSIGN_OR_RETURN(t->kv_dtype, ConvertDtype(a.kv_dtype, "kv_dtype"));
+  SWA_ASSIGN_OR_RETURN(t->out_dtype, ConvertDtype(a.out_dtype, "out_dtype"));
+  t->layer = a.layer;
+  t->q = a.q;
+  t->k_new = a.k_new;
+  t->v_new = a.v_new;
+  t->out = a.out;
+  t->sinks = a.sinks;
+  t->softmax_scale = a.softmax_scale;
+  t->stream = a.stream;
+  t->lse = a.struct_size > kStepArgsV1 ? a.lse : nullptr;  // a 0.1 struct ends before it
+  return absl::OkStatus();
+}
+
 }  // namespace swa::capi
 
 extern "C" {
@@ -82,7 +81,7 @@ SWA_API swa_status_t swa_step(swa_cache_t* cache, swa_plan_t* plan, const swa_st
     SWA_RETURN_IF_ERROR(swa::capi::CheckStructSize2(args->struct_size, swa::capi::kStepArgsV1,
                                                     sizeof(swa_step_args_t), "swa_step_args_t"));
     swa::StepTensors tensors;
-    SWA_RETURN_IF_ERROR(swa::capi::ConvertArgs(*args, &tensors));
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertStepArgs(*args, &tensors));
     if (plan->cache != cache->impl.get())
       return absl::FailedPreconditionError("plan belongs to another cache");
     return swa::RunStep(*cache->impl, *plan->impl, &plan->prepared, tensors);

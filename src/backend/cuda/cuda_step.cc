@@ -32,7 +32,7 @@ uint64_t NextImageKey() {
 // swa_step is not capturable: it uploads the plan from a pinned buffer that a
 // later step rewrites (a replayed graph would read another step's plan),
 // queries and waits on events and may allocate. Refuse before touching
-// anything; graph capture goes through DeviceDecodeStep (decode_graph.h).
+// anything; graph capture goes through swa_decode_graph_* (graph_executor.cc).
 absl::Status CheckNotCapturing(cudaStream_t stream) {
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   SWA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &cs),
