@@ -102,7 +102,9 @@ uint32_t SlotTable::num_allocated() const {
 
 absl::StatusOr<uint32_t> SlotTable::Generation(uint32_t slot) const {
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = CheckAllocatedLocked(slot); !s.ok()) return s;
+  // Plannable, not only allocated: a restore asks before its store I/O, and a
+  // device-advanced slot must be refused as such, whatever the store answers.
+  if (absl::Status s = CheckPlannableLocked(slot); !s.ok()) return s;
   return state_[slot].generation;
 }
 

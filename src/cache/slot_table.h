@@ -65,7 +65,8 @@ class SlotTable {
   absl::StatusOr<ReplayRange> BeginReplay(uint32_t slot, int32_t window, int32_t hit_len)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The slot's generation; OUT_OF_RANGE, FAILED_PRECONDITION as CheckAllocatedLocked.
+  // The slot's generation; OUT_OF_RANGE, FAILED_PRECONDITION as CheckPlannableLocked
+  // (also for a device-advanced slot).
   absl::StatusOr<uint32_t> Generation(uint32_t slot) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Payload copies run without the lock; the slot is marked busy meanwhile.

@@ -3,10 +3,12 @@
 // builds with arbitrary sequence fields, exporters with wrong capacities,
 // cancel, steps with small tensors (NaN/Inf included, wrong dtypes, missing
 // tensors), save/restore through a store that corrupts, truncates or lies
-// about sizes and statuses, and codec calls with odd sizes. After every call:
+// about sizes and statuses, codec calls with odd sizes, and the graph decode
+// (fuzz_capi_graph.h: create, import/release, plan, step, check, reset_error,
+// set_lengths, destroy, with the graph's own invariants). After every call:
 //  - a failure returns a known status with a non-empty message and changes
 //    nothing observable (every slot's info, both plans' info, the pool bytes,
-//    the caller's output buffers and out-parameters);
+//    the graph's error record, the caller's output buffers and out-parameters);
 //  - calls that only read (info, exporters, save, exists) change nothing
 //    either, whatever they return.
 #include <cstdint>
@@ -15,9 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_capi_graph.h"
 #include "fuzz/fuzz_capi_state.h"
 
 using swa_fuzz::Check;
+using swa_fuzz::Raw;
 using swa_fuzz::Input;
 using swa_fuzz::State;
 
@@ -29,26 +33,25 @@ std::string Key(Input& in) {
   return std::string(k % 4, static_cast<char>('a' + k % 3));  // "" is too short
 }
 
-swa_status_t Save(State& s, Input& in) {
+// A device-advanced slot refuses saves and restores with a valid key.
+swa_status_t SaveOrRestore(State& s, Input& in, bool save) {
   const uint32_t slot = in.Byte() % 6;
   const std::string key = Key(in);
-  return swa_slot_save(s.cache, slot, reinterpret_cast<const uint8_t*>(key.data()), key.size());
-}
-
-swa_status_t Restore(State& s, Input& in) {
-  const uint32_t slot = in.Byte() % 6;
-  const std::string key = Key(in);
-  return swa_slot_restore(s.cache, slot, reinterpret_cast<const uint8_t*>(key.data()), key.size());
-}
-
-int32_t Raw(Input& in) {
-  const uint32_t u = in.U32();
-  const int32_t v = static_cast<int32_t>(u & 0xFFFF);
-  return (u & 0x80000000u) ? -v - (u & 0x10000 ? 0x7FFF0000 : 0) : v;
+  const auto* k = reinterpret_cast<const uint8_t*>(key.data());
+  const swa_status_t st = save ? swa_slot_save(s.cache, slot, k, key.size())
+                               : swa_slot_restore(s.cache, slot, k, key.size());
+  if (slot < swa_fuzz::kSlots && s.adv[slot] && !key.empty() && key.size() <= SWA_STORE_MAX_KEY_BYTES)
+    if (st != SWA_FAILED_PRECONDITION) {
+      std::fprintf(stderr, "%s of slot %u: status %d: %s\n", save ? "save" : "restore", slot, st,
+                   st != SWA_OK ? swa_last_error() : "");
+      Check(false, "a device-advanced slot was saved or restored");
+    }
+  return st;
 }
 
 swa_status_t Build(State& s, Input& in) {
-  swa_plan_t* plan = s.plans[in.Bool()];
+  const int p = in.Bool();
+  swa_plan_t* plan = s.plans[p];
   const uint32_t n = in.Byte() % 5;
   std::vector<swa_seq_t> seqs(n);
   for (swa_seq_t& q : seqs) {
@@ -63,7 +66,14 @@ swa_status_t Build(State& s, Input& in) {
       q.valid_start = in.Bool() ? in.Int(-1, 40) : 0;
     }
   }
-  return swa_plan_build(plan, n ? seqs.data() : nullptr, n);
+  const swa_status_t st = swa_plan_build(plan, n ? seqs.data() : nullptr, n);
+  if (st != SWA_OK) return st;
+  s.plan_slots[p].clear();
+  for (const swa_seq_t& q : seqs) {
+    Check(q.slot < swa_fuzz::kSlots && !s.adv[q.slot], "a device-advanced slot was planned");
+    s.plan_slots[p].push_back(q.slot);
+  }
+  return st;
 }
 
 // Exporters with exact, short and NULL buffers; guards after each buffer.
@@ -114,8 +124,10 @@ swa_status_t Export(State& s, Input& in) {
   return st;
 }
 
+// A plan whose slot became device-advanced after the build is refused.
 swa_status_t Step(State& s, Input& in) {
-  swa_plan_t* plan = s.plans[in.Bool()];
+  const int p = in.Bool();
+  swa_plan_t* plan = s.plans[p];
   swa_plan_info_t pi{sizeof pi};
   Check(swa_plan_info(plan, &pi) == SWA_OK, "plan info");
   const size_t t = pi.n_tokens > 0 ? static_cast<size_t>(pi.n_tokens) : 0;
@@ -143,7 +155,10 @@ swa_status_t Step(State& s, Input& in) {
   a.out = out.data();
   a.lse = (f & 128) ? lse.data() : nullptr;
   a.softmax_scale = in.Byte() == 1 ? -1.f : 0.f;
-  return swa_step(s.cache, plan, &a);
+  const swa_status_t st = swa_step(s.cache, plan, &a);
+  for (uint32_t slot : s.plan_slots[p])
+    Check(st != SWA_OK || !s.adv[slot], "a plan of a device-advanced slot was stepped");
+  return st;
 }
 
 swa_status_t Codec(Input& in) {
@@ -176,7 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in(data, size);
   State s;
   for (int call = 0; call < 64 && !in.empty(); ++call) {
-    const int op = in.Byte() % 16;
+    const int op = in.Byte() % 26;  // 16...25: the graph decode (fuzz_capi_graph.h)
     const swa_fuzz::Snapshot before = s.Take();
     bool read_only = false;
     swa_status_t st = SWA_OK;
@@ -185,17 +200,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (op) {
       case 0: st = swa_slot_alloc(s.cache, &out_slot);
         Check(st == SWA_OK || out_slot == 0xABCD, "alloc wrote on failure"); break;
-      case 1: st = swa_slot_free(s.cache, slot); break;
-      case 2: st = swa_slot_reset(s.cache, slot); break;
+      case 1: st = swa_slot_free(s.cache, slot);
+        if (st == SWA_OK) s.adv[slot] = false;
+        break;
+      case 2: st = swa_slot_reset(s.cache, slot);
+        if (st == SWA_OK) s.adv[slot] = false;
+        break;
       case 3: st = swa_slot_copy(s.cache, slot, other); break;
       case 4: st = swa_slot_set_valid_start(s.cache, slot, in.Int(-3, 40)); break;
       case 5: st = swa_slot_begin_replay(s.cache, slot, in.Int(-3, 40), nullptr, nullptr); break;
       case 6: st = Build(s, in); break;
-      case 7: st = swa_plan_cancel(s.plans[in.Bool()]); break;
+      case 7: {
+        const int p = in.Bool();
+        st = swa_plan_cancel(s.plans[p]);
+        if (st == SWA_OK) s.plan_slots[p].clear();
+        break;
+      }
       case 8: st = Export(s, in); read_only = true; break;
       case 9: st = Step(s, in); break;
-      case 10: st = Save(s, in); read_only = true; break;
-      case 11: st = Restore(s, in); break;
+      case 10: st = SaveOrRestore(s, in, true); read_only = true; break;
+      case 11: st = SaveOrRestore(s, in, false); break;
       case 12: st = s.SetStore(in); break;
       case 13: st = Codec(in); read_only = true; break;
       case 14: {
@@ -205,12 +229,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         read_only = true;
         break;
       }
-      default: {
+      case 15: {
         swa_slot_info_t i{in.Bool() ? sizeof i : 3};
         st = swa_slot_info(s.cache, slot, &i);
         read_only = true;
         break;
       }
+      default: st = swa_fuzz::GraphOp(s, in, op - 16, &read_only); break;
     }
     if (st != SWA_OK) {
       Check(swa_fuzz::KnownStatus(st), "unknown status");

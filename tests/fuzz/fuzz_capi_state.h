@@ -3,6 +3,7 @@
 // observe.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,12 +17,24 @@
 
 namespace swa_fuzz {
 
+constexpr uint32_t kSlots = 4;  // the cache's max_slots
+
+// Any sign, up to 2^16 (or near INT32_MIN): big steps, not gigabyte ones.
+inline int32_t Raw(Input& in) {
+  const uint32_t u = in.U32();
+  const int32_t v = static_cast<int32_t>(u & 0xFFFF);
+  return (u & 0x80000000u) ? -v - (u & 0x10000 ? 0x7FFF0000 : 0) : v;
+}
+
 struct Snapshot {
   std::vector<swa_slot_info_t> slots;
   std::vector<swa_plan_info_t> plans;
   std::vector<uint8_t> pool;
+  const swa_decode_graph_t* graph = nullptr;
+  swa_graph_error_t record{};  // the graph's error record (zeros without a graph)
   bool operator==(const Snapshot& o) const {
-    return slots.size() == o.slots.size() &&
+    return graph == o.graph && std::memcmp(&record, &o.record, sizeof record) == 0 &&
+           slots.size() == o.slots.size() &&
            std::memcmp(slots.data(), o.slots.data(), slots.size() * sizeof slots[0]) == 0 &&
            std::memcmp(plans.data(), o.plans.data(), plans.size() * sizeof plans[0]) == 0 &&
            pool == o.pool;
@@ -96,6 +109,16 @@ struct State {
   swa_plan_t* plans[2] = {nullptr, nullptr};
   swa_layout_t layout{};
   uint8_t* pool = nullptr;
+  // The graph decode (fuzz_capi_graph.h) and what the harness knows of it:
+  // slots imported and not yet reported by set_lengths (freed and reset
+  // slots leave it), slots the graph holds with their valid_start then, and
+  // the sequences of the last plan that are surely padding or refused.
+  swa_decode_graph_t* graph = nullptr;
+  uint32_t graph_seqs = 0, graph_tokens = 0;
+  bool adv[kSlots] = {}, imported[kSlots] = {}, planned = false;
+  int32_t imp_valid_start[kSlots] = {};
+  std::vector<bool> plan_dead;
+  std::vector<uint32_t> plan_slots[2];  // the slots of each plan's last build
 
   State() {
     for (int i = 0; i < 2; ++i) {
@@ -118,6 +141,7 @@ struct State {
     c.num_layers = 2;
     c.layers = layers;
     Check(swa_cache_create(&c, &cache) == SWA_OK, "create");
+    Check(c.max_slots == kSlots, "kSlots");
     layout.struct_size = sizeof layout;
     Check(swa_cache_layout(cache, &layout) == SWA_OK, "layout");
     swa_layer_layout_t ll{sizeof ll};
@@ -138,6 +162,7 @@ struct State {
     }
   }
   ~State() {
+    swa_decode_graph_destroy(graph);
     swa_plan_destroy(plans[0]);
     swa_plan_destroy(plans[1]);
     swa_cache_destroy(cache);
@@ -156,7 +181,20 @@ struct State {
       s.plans.push_back(pi);
     }
     s.pool.assign(pool, pool + layout.pool_bytes);
+    s.graph = graph;
+    if (graph != nullptr) s.record = *swa_decode_graph_error_record(graph);
     return s;
+  }
+
+  // Destroys the graph (a slot stays device-advanced) and takes `g`, if any.
+  void SetGraph(swa_decode_graph_t* g, uint32_t max_seqs, uint32_t tokens) {
+    swa_decode_graph_destroy(graph);
+    graph = g;
+    graph_seqs = max_seqs;
+    graph_tokens = tokens;
+    std::fill(imported, imported + kSlots, false);
+    planned = false;
+    plan_dead.clear();
   }
 
   // Detach, attach a memory store, or attach a lying store.
