@@ -11,6 +11,7 @@
 
 #include "api/forced_attention_path.h"
 #include "backend/cpu/attention.h"
+#include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "gtest/gtest.h"
 
@@ -422,6 +423,42 @@ TEST(CpuAttention, Avx512MatchesDenseReference) {
   b.problems.push_back(Banded(b.shape, 0, 37, 128, 0, rng));
   RunAttention(b, nullptr, AttentionIsa::kAvx512);
   for (const Problem& p : b.problems) EXPECT_LE(RelativeL2(p.out, Reference(b, p)), kTolerance);
+}
+
+// The 8-column score kernel (edge K^T panels) gives each half of the 16-column
+// kernel's result bit for bit: the same FMAs in the same order per lane.
+TEST(CpuAttention, Avx512HalfGemmMatchesFullGemm) {
+  if (!Avx512KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 F";
+  const AttentionKernels& kn = *Avx512AttentionKernels();
+  ASSERT_NE(kn.gemm_half, nullptr);
+  std::mt19937 rng(141);
+  std::normal_distribution<float> dist;
+  for (int m = 1; m <= kTileRows; ++m) {
+    for (int k : {1, 2, 7, 256}) {
+      for (bool acc : {false, true}) {
+        std::vector<float> a(static_cast<size_t>(m) * k), b(static_cast<size_t>(k) * kTileCols);
+        std::vector<float> c0(static_cast<size_t>(m) * kTileCols);
+        for (float& x : a) x = dist(rng);
+        for (float& x : b) x = dist(rng);
+        for (float& x : c0) x = dist(rng);
+        std::vector<float> full = c0;
+        kn.gemm(m, k, a.data(), k, b.data(), kTileCols, full.data(), kTileCols, acc);
+        for (int col : {0, kTileCols / 2}) {
+          std::vector<float> half = c0;
+          kn.gemm_half(m, k, a.data(), k, b.data() + col, kTileCols, half.data() + col, kTileCols,
+                       acc);
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < kTileCols; ++j) {
+              const size_t at = static_cast<size_t>(i) * kTileCols + j;
+              const bool inside = j >= col && j < col + kTileCols / 2;
+              EXPECT_EQ(half[at], inside ? full[at] : c0[at])
+                  << "m " << m << " k " << k << " acc " << acc << " col " << col << " (" << i
+                  << ", " << j << ")";
+            }
+        }
+      }
+    }
+  }
 }
 
 TEST(CpuAttention, PortablePathMatchesDenseReference) {

@@ -56,6 +56,42 @@ void Gemm(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t
   ForTileRows(m, [&](auto rows) { GemmMx16<rows.value>(k, a, lda, b, ldb, c, ldc, accumulate); });
 }
 
+// GemmMx16 on 8 columns (ymm): half the FMA cost on a double-pumped core.
+template <int M>
+void GemmMx8(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
+             ptrdiff_t ldc, bool accumulate) {
+  __m256 even[M], odd[M];
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) {
+    even[i] = accumulate ? _mm256_loadu_ps(c + i * ldc) : _mm256_setzero_ps();
+    odd[i] = _mm256_setzero_ps();
+  }
+  int kk = 0;
+  for (; kk + 2 <= k; kk += 2) {
+    const __m256 b0 = _mm256_loadu_ps(b);
+    const __m256 b1 = _mm256_loadu_ps(b + ldb);
+    b += 2 * ldb;
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      even[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + kk]), b0, even[i]);
+      odd[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + kk + 1]), b1, odd[i]);
+    }
+  }
+  if (kk < k) {
+    const __m256 b0 = _mm256_loadu_ps(b);
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i)
+      even[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + kk]), b0, even[i]);
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) _mm256_storeu_ps(c + i * ldc, _mm256_add_ps(even[i], odd[i]));
+}
+
+void GemmHalf(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
+              ptrdiff_t ldc, bool accumulate) {
+  ForTileRows(m, [&](auto rows) { GemmMx8<rows.value>(k, a, lda, b, ldb, c, ldc, accumulate); });
+}
+
 // Same algorithm and constants as Exp4 in attention_kernels.cc and Exp8 in
 // attention_avx2.cc.
 inline __m512 Exp16(__m512 x) {
@@ -147,7 +183,7 @@ const AttentionKernels* Avx512AttentionKernels() {
   const AttentionKernels* avx2 = Avx2AttentionKernels();
   if (avx2 == nullptr) return nullptr;
   static const AttentionKernels kAvx512 = {"avx512", Gemm, RowMax, ExpSum, ScaleRow,
-                                           avx2->pack_kt};
+                                           avx2->pack_kt, GemmHalf};
   return &kAvx512;
 }
 

@@ -147,7 +147,8 @@ void PackKt(const float* k, ptrdiff_t ldk, int n_keys, int d, float* dst) {
   }
 }
 
-constexpr AttentionKernels kPortable = {"portable", Gemm, RowMax, ExpSum, ScaleRow, PackKt};
+constexpr AttentionKernels kPortable = {"portable", Gemm, RowMax, ExpSum, ScaleRow, PackKt,
+                                           nullptr};
 
 }  // namespace
 

@@ -39,6 +39,13 @@ struct AttentionKernels {
   // into kTileCols-key panels: dst[p][d][c] = key p*16+c, element d. Keys past
   // n_keys in the last panel are zero. dst holds ceil(n_keys/16)*16*d floats.
   void (*pack_kt)(const float* k, ptrdiff_t ldk, int n_keys, int d, float* dst);
+
+  // gemm over 8 columns (B row kk: 8 floats at b + kk * ldb; C row i: 8 floats
+  // at c + i * ldc), or nullptr. Where a 256-bit FMA costs half a 512-bit one
+  // (double-pumped AVX-512), the score GEMM runs a K^T panel that meets a
+  // register tile's keys in only one half on that half alone.
+  void (*gemm_half)(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb,
+                    float* c, ptrdiff_t ldc, bool accumulate);
 };
 
 // Calls fn(std::integral_constant<int, M>{}) for M = clamp(m, 1, kTileRows):
