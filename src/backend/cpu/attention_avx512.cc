@@ -1,8 +1,8 @@
 // AVX-512 attention kernels (compiled with -mavx512f/bw/vl; attention.cc only
 // calls them after checking cpuid). A 16-key panel row is one zmm register, so
-// the Mx16 tile keeps M accumulators; the k loop is split over two accumulator
-// sets (even and odd k) for 2M independent FMA chains, enough to cover the FMA
-// latency on both ports. The K^T packing is the AVX2 kernel's.
+// the Mx16 tile (GemmTile<Zmm>) keeps M accumulators; the k loop is split over
+// two accumulator sets (even and odd k) for 2M independent FMA chains, enough
+// to cover the FMA latency on both ports. The K^T packing is the AVX2 kernel's.
 #if defined(__x86_64__)
 
 // GCC 12's AVX-512 headers build unmasked operations on _mm512_undefined_ps()
@@ -21,75 +21,69 @@
 namespace swa::cpu {
 namespace {
 
-template <int M>
-void GemmMx16(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
+// One register width of the Mx(lanes) tile: zmm (16 columns) or ymm (8).
+struct Zmm {
+  using V = __m512;
+  static V Load(const float* p) { return _mm512_loadu_ps(p); }
+  static V Zero() { return _mm512_setzero_ps(); }
+  static V Set1(float x) { return _mm512_set1_ps(x); }
+  static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static void Store(float* p, V x) { _mm512_storeu_ps(p, x); }
+};
+struct Ymm {
+  using V = __m256;
+  static V Load(const float* p) { return _mm256_loadu_ps(p); }
+  static V Zero() { return _mm256_setzero_ps(); }
+  static V Set1(float x) { return _mm256_set1_ps(x); }
+  static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
+  static void Store(float* p, V x) { _mm256_storeu_ps(p, x); }
+};
+
+// C[M x lanes] (+)= A[M x k] B[k x lanes], one register per row.
+template <class R, int M>
+void GemmTile(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
               ptrdiff_t ldc, bool accumulate) {
-  __m512 even[M], odd[M];
+  typename R::V even[M], odd[M];
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) {
-    even[i] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
-    odd[i] = _mm512_setzero_ps();
+    even[i] = accumulate ? R::Load(c + i * ldc) : R::Zero();
+    odd[i] = R::Zero();
   }
   int kk = 0;
   for (; kk + 2 <= k; kk += 2) {
-    const __m512 b0 = _mm512_loadu_ps(b);
-    const __m512 b1 = _mm512_loadu_ps(b + ldb);
+    const typename R::V b0 = R::Load(b);
+    const typename R::V b1 = R::Load(b + ldb);
     b += 2 * ldb;
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i) {
-      even[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + kk]), b0, even[i]);
-      odd[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + kk + 1]), b1, odd[i]);
+      even[i] = R::Fma(R::Set1(a[i * lda + kk]), b0, even[i]);
+      odd[i] = R::Fma(R::Set1(a[i * lda + kk + 1]), b1, odd[i]);
     }
   }
   if (kk < k) {
-    const __m512 b0 = _mm512_loadu_ps(b);
+    const typename R::V b0 = R::Load(b);
 #pragma GCC unroll 6
-    for (int i = 0; i < M; ++i)
-      even[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + kk]), b0, even[i]);
+    for (int i = 0; i < M; ++i) even[i] = R::Fma(R::Set1(a[i * lda + kk]), b0, even[i]);
   }
 #pragma GCC unroll 6
-  for (int i = 0; i < M; ++i) _mm512_storeu_ps(c + i * ldc, _mm512_add_ps(even[i], odd[i]));
+  for (int i = 0; i < M; ++i) R::Store(c + i * ldc, R::Add(even[i], odd[i]));
 }
 
 void Gemm(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
           ptrdiff_t ldc, bool accumulate) {
-  ForTileRows(m, [&](auto rows) { GemmMx16<rows.value>(k, a, lda, b, ldb, c, ldc, accumulate); });
+  ForTileRows(m, [&](auto rows) {
+    GemmTile<Zmm, rows.value>(k, a, lda, b, ldb, c, ldc, accumulate);
+  });
 }
 
-// GemmMx16 on 8 columns (ymm): half the FMA cost on a double-pumped core.
-template <int M>
-void GemmMx8(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
-             ptrdiff_t ldc, bool accumulate) {
-  __m256 even[M], odd[M];
-#pragma GCC unroll 6
-  for (int i = 0; i < M; ++i) {
-    even[i] = accumulate ? _mm256_loadu_ps(c + i * ldc) : _mm256_setzero_ps();
-    odd[i] = _mm256_setzero_ps();
-  }
-  int kk = 0;
-  for (; kk + 2 <= k; kk += 2) {
-    const __m256 b0 = _mm256_loadu_ps(b);
-    const __m256 b1 = _mm256_loadu_ps(b + ldb);
-    b += 2 * ldb;
-#pragma GCC unroll 6
-    for (int i = 0; i < M; ++i) {
-      even[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + kk]), b0, even[i]);
-      odd[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + kk + 1]), b1, odd[i]);
-    }
-  }
-  if (kk < k) {
-    const __m256 b0 = _mm256_loadu_ps(b);
-#pragma GCC unroll 6
-    for (int i = 0; i < M; ++i)
-      even[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + kk]), b0, even[i]);
-  }
-#pragma GCC unroll 6
-  for (int i = 0; i < M; ++i) _mm256_storeu_ps(c + i * ldc, _mm256_add_ps(even[i], odd[i]));
-}
-
+// The 8-column (ymm) tile: half the FMA cost on a double-pumped core.
 void GemmHalf(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
               ptrdiff_t ldc, bool accumulate) {
-  ForTileRows(m, [&](auto rows) { GemmMx8<rows.value>(k, a, lda, b, ldb, c, ldc, accumulate); });
+  ForTileRows(m, [&](auto rows) {
+    GemmTile<Ymm, rows.value>(k, a, lda, b, ldb, c, ldc, accumulate);
+  });
 }
 
 // Same algorithm and constants as Exp4 in attention_kernels.cc and Exp8 in
