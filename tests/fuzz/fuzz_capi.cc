@@ -21,6 +21,7 @@
 #include "fuzz/fuzz_capi_state.h"
 
 using swa_fuzz::Check;
+using swa_fuzz::FuzzStep;
 using swa_fuzz::Raw;
 using swa_fuzz::Input;
 using swa_fuzz::State;
@@ -132,30 +133,8 @@ swa_status_t Step(State& s, Input& in) {
   Check(swa_plan_info(plan, &pi) == SWA_OK, "plan info");
   const size_t t = pi.n_tokens > 0 ? static_cast<size_t>(pi.n_tokens) : 0;
   if (t > 4096) return swa_step(s.cache, plan, nullptr);  // tensors too big to fuzz with
-  swa_step_args_t a;
-  swa_step_args_init(&a);
-  a.layer = in.Byte() % 3;  // 2: past the last layer
-  const uint8_t f = in.Byte();
-  // Enum fields as raw ints: 0/1 valid, 5 not a dtype.
-  a.q_dtype = static_cast<swa_dtype_t>((f & 1) ? ((f & 64) ? 5 : 1) : 0);
-  a.kv_dtype = static_cast<swa_dtype_t>((f >> 1) & 1);
-  a.out_dtype = static_cast<swa_dtype_t>((f >> 2) & 1);
-  std::vector<float> q(t * 2 * 32 + 1), k(t * 32 + 1), v(t * 32 + 1), out(t * 2 * 32 + 1, 7.f),
-      sinks(2), lse(t * 2 + 1);
-  for (auto* vec : {&q, &k, &v})
-    for (float& x : *vec) {
-      const uint8_t c = in.Byte();
-      x = c == 255 ? NAN : c == 254 ? INFINITY : c == 253 ? -INFINITY : (c - 128) / 16.f;
-    }
-  sinks = {in.Byte() / 8.f, (in.Byte() == 0) ? NAN : 0.5f};
-  a.q = q.data();
-  a.k_new = (f & 8) ? nullptr : k.data();
-  a.v_new = ((f & 16) != 0) == (a.layer == 1) ? v.data() : nullptr;  // sometimes the wrong way
-  a.sinks = (f & 32) ? sinks.data() : nullptr;
-  a.out = out.data();
-  a.lse = (f & 128) ? lse.data() : nullptr;
-  a.softmax_scale = in.Byte() == 1 ? -1.f : 0.f;
-  const swa_status_t st = swa_step(s.cache, plan, &a);
+  FuzzStep fs(in, t);
+  const swa_status_t st = swa_step(s.cache, plan, &fs.a);
   for (uint32_t slot : s.plan_slots[p])
     Check(st != SWA_OK || !s.adv[slot], "a plan of a device-advanced slot was stepped");
   return st;

@@ -114,28 +114,10 @@ inline swa_status_t GraphPlan(State& s, Input& in) {
 
 inline swa_status_t GraphStep(State& s, Input& in) {
   const size_t t = s.planned ? s.plan_dead.size() * s.graph_tokens : 1;
-  swa_step_args_t a;
-  swa_step_args_init(&a);
-  a.layer = in.Byte() % 3;  // 2: past the last layer
-  const uint8_t f = in.Byte();
-  a.q_dtype = static_cast<swa_dtype_t>((f & 1) ? ((f & 64) ? 5 : 1) : 0);
-  a.kv_dtype = static_cast<swa_dtype_t>((f >> 1) & 1);
-  a.out_dtype = static_cast<swa_dtype_t>((f >> 2) & 1);
-  std::vector<float> q(t * 64 + 1), k(t * 32 + 1), v(t * 32 + 1), out(t * 64 + 1, 7.f), sinks(2),
-      lse(t * 2 + 1, 7.f);
-  for (auto* vec : {&q, &k, &v})
-    for (float& x : *vec) {
-      const uint8_t c = in.Byte();
-      x = c == 255 ? NAN : c == 254 ? INFINITY : c == 253 ? -INFINITY : (c - 128) / 16.f;
-    }
-  sinks = {in.Byte() / 8.f, (in.Byte() == 0) ? NAN : 0.5f};
-  a.q = q.data();
-  a.k_new = (f & 8) ? nullptr : k.data();
-  a.v_new = ((f & 16) != 0) == (a.layer == 1) ? v.data() : nullptr;  // sometimes the wrong way
-  a.sinks = (f & 32) ? sinks.data() : nullptr;
-  a.out = out.data();
-  a.lse = (f & 128) ? lse.data() : nullptr;
-  a.softmax_scale = in.Byte() == 1 ? -1.f : 0.f;
+  FuzzStep fs(in, t);
+  const swa_step_args_t& a = fs.a;
+  const std::vector<float>& out = fs.out;
+  const std::vector<float>& lse = fs.lse;
   if (s.graph == nullptr) return swa_decode_graph_step(nullptr, &a);
   const swa_status_t st = swa_decode_graph_step(s.graph, &a);
   Check(out.back() == 7.f && lse.back() == 7.f, "graph step overrun");

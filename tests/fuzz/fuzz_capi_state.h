@@ -103,6 +103,39 @@ struct LyingStore {
   }
 };
 
+// Step tensors for `t` tokens of a fuzz cache layer (2 query heads, 1 KV head,
+// D 32; values from the input, NaN/+-Inf included) and the swa_step_args_t
+// that points at them: the layer (2 is past the last), dtypes as raw ints
+// (5 is not a dtype), missing K, V given to the wrong layer, sinks with a NaN,
+// lse, a bad scale. Outputs and LSEs start as 7 (plus one guard element).
+struct FuzzStep {
+  std::vector<float> q, k, v, out, sinks, lse;
+  swa_step_args_t a;
+  FuzzStep(Input& in, size_t t)
+      : q(t * 64 + 1), k(t * 32 + 1), v(t * 32 + 1), out(t * 64 + 1, 7.f), sinks(2),
+        lse(t * 2 + 1, 7.f) {
+    swa_step_args_init(&a);
+    a.layer = in.Byte() % 3;
+    const uint8_t f = in.Byte();
+    a.q_dtype = static_cast<swa_dtype_t>((f & 1) ? ((f & 64) ? 5 : 1) : 0);
+    a.kv_dtype = static_cast<swa_dtype_t>((f >> 1) & 1);
+    a.out_dtype = static_cast<swa_dtype_t>((f >> 2) & 1);
+    for (auto* vec : {&q, &k, &v})
+      for (float& x : *vec) {
+        const uint8_t c = in.Byte();
+        x = c == 255 ? NAN : c == 254 ? INFINITY : c == 253 ? -INFINITY : (c - 128) / 16.f;
+      }
+    sinks = {in.Byte() / 8.f, (in.Byte() == 0) ? NAN : 0.5f};
+    a.q = q.data();
+    a.k_new = (f & 8) ? nullptr : k.data();
+    a.v_new = ((f & 16) != 0) == (a.layer == 1) ? v.data() : nullptr;  // sometimes the wrong way
+    a.sinks = (f & 32) ? sinks.data() : nullptr;
+    a.out = out.data();
+    a.lse = (f & 128) ? lse.data() : nullptr;
+    a.softmax_scale = in.Byte() == 1 ? -1.f : 0.f;
+  }
+};
+
 struct State {
   swa_layer_desc_t layers[2];
   swa_cache_t* cache = nullptr;
