@@ -25,6 +25,32 @@ using namespace attn;  // NOLINT: the driver's own internals
 thread_local Workspace tls_workspace;
 thread_local std::vector<int64_t> tls_task_prefix;
 
+// The in-place output of RunBlock, before P.V of its only chunk: each row's
+// P scaled by 1 / l (a NaN l makes the row NaN, as dividing O would; l == 0
+// only for a row whose P is all zero), and the output rows of the tiles whose
+// P.V does not start with a full-tile write (no keys in the chunk, or row by
+// row) cleared.
+void NormaliseInPlace(const AttentionKernels& kn, int rows, int tiles, int c0, int c1, int lds,
+                      float* s, float* o, int d, const Workspace& ws) {
+  for (int i = 0; i < rows; ++i) {
+    const Range th = Intersect(ws.tile_hull[ws.row_tile[i]], c0, c1);
+    if (th.begin >= th.end || ws.l[i] == 0.0f) continue;
+    float* prow = s + static_cast<ptrdiff_t>(i) * lds + (th.begin - c0);
+    kn.scale_row(prow, prow, th.end - th.begin, 1.0f / ws.l[i]);
+  }
+  for (int tile = 0; tile < tiles; ++tile) {
+    bool written = false;  // by a segment's full-tile gemm
+    const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+    for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
+      const Range seg = Intersect(segs[n], c0, c1);
+      written = written || seg.begin < seg.end;
+    }
+    if (written && !ws.tile_rowwise[tile]) continue;
+    std::memset(o + static_cast<ptrdiff_t>(ws.tile_row0[tile]) * d, 0,
+                sizeof(float) * ws.tile_rows[tile] * d);
+  }
+}
+
 // Rows [row0, row1) of KV head g of one problem; row i is token i / ratio,
 // query head g * ratio + i % ratio.
 void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const SeqProblem& pr, int g,
@@ -39,8 +65,8 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
 
   // Q, pre-scaled. With one KV head the block's rows are consecutive rows of
   // pr.q (row i is (token, head) = i / Hq, i % Hq): they are read in place and
-  // the scale multiplies the scores instead (a pass over rows * keys, not over
-  // rows * D).
+  // the softmax applies the scale to the raw scores instead (no pass of its
+  // own).
   const bool q_in_place = shape.kv_heads == 1;
   const float* q = pr.q + static_cast<ptrdiff_t>(row0) * d;
   if (!q_in_place) {
@@ -53,12 +79,23 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     }
     q = qs;
   }
-  float* o = ws.o.Get(static_cast<size_t>(rows) * d);
-  std::memset(o, 0, sizeof(float) * rows * d);
 
-  if (hull.begin < hull.end) {
-    const int span = hull.end - hull.begin;
-    const int n_chunks = CeilDiv(span, blocking.chunk_keys);
+  const int span = hull.begin < hull.end ? hull.end - hull.begin : 0;
+  const int n_chunks = span > 0 ? CeilDiv(span, blocking.chunk_keys) : 0;
+  // In place: with one KV head the block's output rows are consecutive rows
+  // of pr.out too, and with one key chunk every row's denominator l is final
+  // once the softmax has run. P is then scaled by 1/l and P.V writes the
+  // outputs directly: no O buffer to clear, no final pass over the rows.
+  const bool in_place = q_in_place && n_chunks == 1;
+  float* o;
+  if (in_place) {
+    o = pr.out + static_cast<ptrdiff_t>(row0) * d;
+  } else {
+    o = ws.o.Get(static_cast<size_t>(rows) * d);
+    std::memset(o, 0, sizeof(float) * rows * d);
+  }
+
+  if (n_chunks > 0) {
     const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);
     float* kt = ws.kt.Get(static_cast<size_t>(chunk) * d);
     float* s = ws.s.Get(static_cast<size_t>(rows) * chunk);
@@ -110,49 +147,52 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
         }
       }
 
-      if (q_in_place) {
-        for (int i = 0; i < rows; ++i) {
-          const Range rk = Intersect(ws.row_keys[i], c0, c1);
-          if (rk.begin >= rk.end) continue;
-          float* srow = s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0);
-          kn.scale_row(srow, srow, rk.end - rk.begin, shape.scale);
-        }
-      }
-
-      OnlineSoftmax(kn, shape, rows, c0, c1, lds, s, o, d, ws);
+      OnlineSoftmax(kn, shape, rows, c0, c1, lds, q_in_place ? shape.scale : 1.0f, s, o, d, ws);
       MarkRowwiseTiles(tiles, c0, c1, v_head, ldkv, d, ws);
+      if (in_place) NormaliseInPlace(kn, rows, tiles, c0, c1, lds, s, o, d, ws);
 
-      // O += P V over each tile's merged key segments; a 16-column V panel
-      // stays hot across the tiles.
-      for (int j = 0; j < d; j += kTileCols) {
-        for (int tile = 0; tile < tiles; ++tile) {
-          if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
-            for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
-              const Range rk = Intersect(ws.row_keys[i], c0, c1);
-              if (rk.begin >= rk.end) continue;
-              kn.gemm(1, rk.end - rk.begin, s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0),
-                      lds, vs + (j / kTileCols) * slab + (rk.begin - c0) * kTileCols, kTileCols,
-                      o + static_cast<ptrdiff_t>(i) * d + j, d, true);
-            }
-            continue;
+      // O += P V over each tile's merged key segments. In place, a tile's
+      // first segment writes its rows (NormaliseInPlace cleared the rows of
+      // the others).
+      auto pv = [&](int tile, int j) {
+        if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
+          for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
+            const Range rk = Intersect(ws.row_keys[i], c0, c1);
+            if (rk.begin >= rk.end) continue;
+            kn.gemm(1, rk.end - rk.begin, s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0),
+                    lds, vs + (j / kTileCols) * slab + (rk.begin - c0) * kTileCols, kTileCols,
+                    o + static_cast<ptrdiff_t>(i) * d + j, d, true);
           }
-          const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
-          for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
-            const Range seg = Intersect(segs[n], c0, c1);
-            if (seg.begin >= seg.end) continue;
-            const int r0 = ws.tile_row0[tile];
-            kn.gemm(ws.tile_rows[tile], seg.end - seg.begin,
-                    s + static_cast<ptrdiff_t>(r0) * lds + (seg.begin - c0), lds,
-                    vs + (j / kTileCols) * slab + (seg.begin - c0) * kTileCols, kTileCols,
-                    o + static_cast<ptrdiff_t>(r0) * d + j, d,
-                    true);
-          }
+          return;
         }
+        const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+        bool accumulate = !in_place;
+        for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
+          const Range seg = Intersect(segs[n], c0, c1);
+          if (seg.begin >= seg.end) continue;
+          const int r0 = ws.tile_row0[tile];
+          kn.gemm(ws.tile_rows[tile], seg.end - seg.begin,
+                  s + static_cast<ptrdiff_t>(r0) * lds + (seg.begin - c0), lds,
+                  vs + (j / kTileCols) * slab + (seg.begin - c0) * kTileCols, kTileCols,
+                  o + static_cast<ptrdiff_t>(r0) * d + j, d, accumulate);
+          accumulate = true;
+        }
+      };
+      if (in_place) {
+        // Tile by tile: each output row is written once, front to back (a
+        // cold row written 64 bytes at a time across the tiles stalls on
+        // every line); the V slabs come from L2.
+        for (int tile = 0; tile < tiles; ++tile)
+          for (int j = 0; j < d; j += kTileCols) pv(tile, j);
+      } else {
+        // A 16-column V slab stays hot in L1 across the tiles.
+        for (int j = 0; j < d; j += kTileCols)
+          for (int tile = 0; tile < tiles; ++tile) pv(tile, j);
       }
     }
   }
 
-  WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws);
+  WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws, in_place);
 }
 
 int64_t CountTasks(const SeqProblem* problems, int n_problems, int ratio, int kv_heads,

@@ -103,18 +103,19 @@ float RowMax(const float* x, int n) {
   return HorizontalMax(m);
 }
 
-float ExpSum(float* x, int n, float m) {
+float ExpSum(float* x, int n, float scale, float m) {
   const __m256 vm = _mm256_set1_ps(m);
+  const __m256 vs = _mm256_set1_ps(scale);
   __m256 acc = _mm256_setzero_ps();
   int i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    const __m256 e = Exp8(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), vs, vm));
     _mm256_storeu_ps(x + i, e);
     acc = _mm256_add_ps(acc, e);
   }
   if (i < n) {
     const __m256i mask = TailMask(n - i);
-    __m256 e = Exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask), vm));
+    __m256 e = Exp8(_mm256_fmsub_ps(_mm256_maskload_ps(x + i, mask), vs, vm));
     e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
     _mm256_maskstore_ps(x + i, mask, e);
     acc = _mm256_add_ps(acc, e);

@@ -142,18 +142,19 @@ float RowMax(const float* x, int n) {
   return ReduceMax(m);
 }
 
-float ExpSum(float* x, int n, float m) {
+float ExpSum(float* x, int n, float scale, float m) {
   const __m512 vm = _mm512_set1_ps(m);
+  const __m512 vs = _mm512_set1_ps(scale);
   __m512 acc = _mm512_setzero_ps();
   int i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    const __m512 e = Exp16(_mm512_fmsub_ps(_mm512_loadu_ps(x + i), vs, vm));
     _mm512_storeu_ps(x + i, e);
     acc = _mm512_add_ps(acc, e);
   }
   if (i < n) {
     const __mmask16 mask = TailMask(n - i);
-    const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), vm);
+    const __m512 v = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, x + i), vs, vm);
     const __m512 e = _mm512_maskz_mov_ps(mask, Exp16(v));
     _mm512_mask_storeu_ps(x + i, mask, e);
     acc = _mm512_add_ps(acc, e);

@@ -78,7 +78,7 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         }
       }
 
-      OnlineSoftmax(kn, shape, rows, c0, c1, lds, s, o, d, ws);
+      OnlineSoftmax(kn, shape, rows, c0, c1, lds, 1.0f, s, o, d, ws);
 
       // P in BF16 over each row's tile hull (zeros outside the row's keys).
       for (int i = 0; i < rows; ++i) {

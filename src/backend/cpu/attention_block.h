@@ -205,11 +205,13 @@ inline void SoftCap(float* x, int n, float cap) {
 }
 
 // Online softmax over keys [c0, c1) of the chunk's scores `s` (row i at
-// s + i * lds): P = exp(S - m) inside each row's keys, 0 elsewhere in its
-// tile's hull (P.V reads exactly that hull's segments); rescales the rows'
-// running sums and outputs when their maximum grows.
+// s + i * lds; the logits are score_scale * s, so raw Q.K products need no
+// scaling pass of their own): P = exp(logit - m) inside each row's keys, 0
+// elsewhere in its tile's hull (P.V reads exactly that hull's segments);
+// rescales the rows' running sums and outputs when their maximum grows.
 inline void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shape, int rows, int c0,
-                   int c1, int lds, float* s, float* o, int d, Workspace& ws) {
+                          int c1, int lds, float score_scale, float* s, float* o, int d,
+                          Workspace& ws) {
   for (int i = 0; i < rows; ++i) {
     const Range th = Intersect(ws.tile_hull[ws.row_tile[i]], c0, c1);
     if (th.begin >= th.end) continue;
@@ -221,8 +223,16 @@ inline void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shap
     }
     std::fill(srow + th.begin, srow + rk.begin, 0.0f);
     std::fill(srow + rk.end, srow + th.end, 0.0f);
-    if (shape.softcap > 0) SoftCap(srow + rk.begin, rk.end - rk.begin, shape.softcap);
-    const float chunk_max = kn.row_max(srow + rk.begin, rk.end - rk.begin);
+    float* x = srow + rk.begin;
+    const int n = rk.end - rk.begin;
+    float scale = score_scale;
+    // max(scale * x) = scale * max(x) needs scale > 0 (rounding is monotonic).
+    if (shape.softcap > 0 || !(scale > 0.0f)) {
+      if (scale != 1.0f) kn.scale_row(x, x, n, scale);
+      if (shape.softcap > 0) SoftCap(x, n, shape.softcap);
+      scale = 1.0f;
+    }
+    const float chunk_max = scale * kn.row_max(x, n);
     if (chunk_max > ws.m[i]) {
       const float factor = std::exp(ws.m[i] - chunk_max);
       ws.l[i] *= factor;
@@ -230,21 +240,24 @@ inline void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shap
       if (ws.has_output[i]) kn.scale_row(orow, orow, d, factor);
       ws.m[i] = chunk_max;
     }
-    ws.l[i] += kn.exp_sum(srow + rk.begin, rk.end - rk.begin, ws.m[i]);
+    ws.l[i] += kn.exp_sum(x, n, scale, ws.m[i]);
     ws.has_output[i] = 1;
   }
 }
 
-// Normalised outputs (and LSEs) of the block's rows.
+// Normalised outputs (and LSEs) of the block's rows. With `in_place` the
+// outputs are already in pr.out (P was scaled by 1/l): only the LSEs.
 inline void WriteRows(const AttentionKernels& kn, const SeqProblem& pr, int g, int row0, int rows,
-               int ratio, int hq, int d, const float* o, const Workspace& ws) {
+                      int ratio, int hq, int d, const float* o, const Workspace& ws,
+                      bool in_place = false) {
   for (int i = 0; i < rows; ++i) {
     const int t = (row0 + i) / ratio;
     const int h = g * ratio + (row0 + i) % ratio;
     float* dst = pr.out + (static_cast<ptrdiff_t>(t) * hq + h) * d;
     // l == 0 only for a row with no key and no sink: the result is 0. A NaN l
     // fails the test and propagates.
-    if (ws.l[i] != 0.0f) {
+    if (in_place) {
+    } else if (ws.l[i] != 0.0f) {
       kn.scale_row(dst, o + static_cast<ptrdiff_t>(i) * d, d, 1.0f / ws.l[i]);
     } else {
       std::memset(dst, 0, sizeof(float) * d);
@@ -254,8 +267,6 @@ inline void WriteRows(const AttentionKernels& kn, const SeqProblem& pr, int g, i
           ws.l[i] != 0.0f ? ws.m[i] + std::log(ws.l[i]) : -std::numeric_limits<float>::infinity();
   }
 }
-
-// Rows [row0, row1) of KV head g of one problem; row i is token i / ratio,
 
 // Row key ranges, register tiles and their merged key segments, and the
 // running max / denominator of rows [row0, row0 + rows) of KV head g (the sink

@@ -111,17 +111,17 @@ float RowMax(const float* x, int n) {
   return m;
 }
 
-float ExpSum(float* x, int n, float m) {
+float ExpSum(float* x, int n, float scale, float m) {
   v4f acc = Splat(0.0f);
   int i = 0;
   for (; i + 4 <= n; i += 4) {
-    const v4f e = Exp4(Load(x + i) - Splat(m));
+    const v4f e = Exp4(Load(x + i) * Splat(scale) - Splat(m));
     Store(x + i, e);
     acc += e;
   }
   float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   for (; i < n; ++i) {
-    x[i] = Exp1(x[i] - m);
+    x[i] = Exp1(x[i] * scale - m);
     sum += x[i];
   }
   return sum;

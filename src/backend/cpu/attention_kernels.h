@@ -28,9 +28,10 @@ struct AttentionKernels {
   // max(x[0..n)); n >= 1.
   float (*row_max)(const float* x, int n);
 
-  // x[i] = exp(x[i] - m) in place; returns the sum of the new values.
-  // Requires x[i] <= m (inputs above m are clamped, never overflow).
-  float (*exp_sum)(float* x, int n, float m);
+  // x[i] = exp(scale * x[i] - m) in place; returns the sum of the new values.
+  // Requires scale * x[i] <= m up to rounding (inputs above m are clamped,
+  // never overflow). The scale lets raw Q.K scores skip a scaling pass.
+  float (*exp_sum)(float* x, int n, float scale, float m);
 
   // dst[i] = src[i] * s for i < n.
   void (*scale_row)(float* dst, const float* src, int n, float s);
