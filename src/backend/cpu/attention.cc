@@ -16,6 +16,7 @@
 
 #include "backend/cpu/attention_block.h"
 #include "backend/cpu/attention_kernels.h"
+#include "codec/codec.h"
 
 namespace swa::cpu {
 namespace {
@@ -24,6 +25,56 @@ using namespace attn;  // NOLINT: the driver's own internals
 
 thread_local Workspace tls_workspace;
 thread_local std::vector<int64_t> tls_task_prefix;
+
+// n rows of d floats at src (ld apart) into 16-column slabs: row r's columns
+// [j, j + 16) at dst + (j / 16) * slab + r * 16.
+void ToSlabs(const float* src, ptrdiff_t ld, int n, int d, float* dst, ptrdiff_t slab) {
+  for (int r = 0; r < n; ++r)
+    for (int j = 0; j < d; j += kTileCols)
+      std::memcpy(dst + (j / kTileCols) * slab + r * kTileCols, src + r * ld + j,
+                  sizeof(float) * kTileCols);
+}
+
+// Rows [r0, r0 + n) of an MXFP8 problem's KV head g (the vectors at `offset`
+// in each row) decoded into n rows of d floats.
+void DecodeMxfpRows(const SeqProblem& pr, size_t offset, int g, int r0, int n, int d, float* dst) {
+  const codec::RowKernels& codec = codec::ActiveKernels();
+  for (int r = 0; r < n; ++r) {
+    const uint8_t* row = pr.mx.rows[r0 + r];
+    float* out = dst + static_cast<ptrdiff_t>(r) * d;
+    if (row == nullptr) {
+      std::memset(out, 0, sizeof(float) * d);
+    } else {
+      codec.mxfp8_decode_f32(row + offset + static_cast<size_t>(g) * pr.mx.vec_bytes,
+                             static_cast<uint32_t>(d), out);
+    }
+  }
+}
+
+// K^T panels and V slabs of keys [c0, c0 + n) of KV head g. V goes in
+// 16-column slabs (slab stride chunk * 16): P.V then streams 64-byte rows
+// instead of striding by Hkv * D floats, which aliases to a few L1 sets once
+// D is 512. MXFP8 rows are decoded 16 at a time into a buffer of 16 x D
+// floats that stays in cache and packed from there: no FP32 tile of the
+// whole sequence is written or read back.
+void PackChunk(const AttentionKernels& kn, const SeqProblem& pr, int g, int c0, int n, int d,
+               ptrdiff_t ldkv, float* kt, float* vs, ptrdiff_t slab, Workspace& ws) {
+  if (pr.mx.rows == nullptr) {
+    const ptrdiff_t first = static_cast<ptrdiff_t>(g) * d + c0 * ldkv;
+    kn.pack_kt(pr.k + first, ldkv, n, d, kt);
+    ToSlabs(pr.v + first, ldkv, n, d, vs, slab);
+    return;
+  }
+  float* buf = ws.rows.Get(static_cast<size_t>(kTileCols) * d);
+  const bool shared = pr.mx.k_offset == pr.mx.v_offset;
+  for (int p0 = 0; p0 < n; p0 += kTileCols) {
+    const int m = std::min(kTileCols, n - p0);
+    DecodeMxfpRows(pr, pr.mx.k_offset, g, c0 + p0, m, d, buf);
+    kn.pack_kt(buf, d, m, d, kt + static_cast<ptrdiff_t>(p0) * d);
+    if (!shared) DecodeMxfpRows(pr, pr.mx.v_offset, g, c0 + p0, m, d, buf);
+    ToSlabs(buf, d, m, d, vs + p0 * kTileCols, slab);
+  }
+}
 
 // The in-place output of RunBlock, before P.V of its only chunk: each row's
 // P scaled by 1 / l (a NaN l makes the row NaN, as dividing O would; l == 0
@@ -101,22 +152,11 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     float* s = ws.s.Get(static_cast<size_t>(rows) * chunk);
     float* vs = ws.vs.Get(static_cast<size_t>(chunk) * d);
     const ptrdiff_t slab = static_cast<ptrdiff_t>(chunk) * kTileCols;
-    const float* k_head = pr.k + static_cast<ptrdiff_t>(g) * d;
-    const float* v_head = pr.v + static_cast<ptrdiff_t>(g) * d;
 
     for (int c0 = hull.begin; c0 < hull.end; c0 += chunk) {
       const int c1 = std::min(c0 + chunk, hull.end);
       const int lds = RoundUp(c1 - c0, kTileCols);
-      kn.pack_kt(k_head + c0 * ldkv, ldkv, c1 - c0, d, kt);
-      // V in 16-column slabs (slab stride chunk * 16): P.V then streams 64-byte
-      // rows instead of striding by Hkv * D floats, which aliases to a few L1
-      // sets once D is 512.
-      for (int r = 0; r < c1 - c0; ++r) {
-        const float* src = v_head + (c0 + r) * ldkv;
-        for (int j = 0; j < d; j += kTileCols)
-          std::memcpy(vs + (j / kTileCols) * slab + r * kTileCols, src + j,
-                      sizeof(float) * kTileCols);
-      }
+      PackChunk(kn, pr, g, c0, c1 - c0, d, ldkv, kt, vs, slab, ws);
 
       // Scores: only the 16-key panels that meet a tile's own keys. The K^T
       // panel stays hot while every tile of the block passes over it.
@@ -148,7 +188,15 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
       }
 
       OnlineSoftmax(kn, shape, rows, c0, c1, lds, q_in_place ? shape.scale : 1.0f, s, o, d, ws);
-      MarkRowwiseTiles(tiles, c0, c1, v_head, ldkv, d, ws);
+      MarkRowwiseTiles(
+          tiles, c0, c1,
+          [&](int key) {
+            for (int j = 0; j < d; j += kTileCols)
+              if (NonFiniteRow(vs + (j / kTileCols) * slab + (key - c0) * kTileCols, kTileCols))
+                return true;
+            return false;
+          },
+          ws);
       if (in_place) NormaliseInPlace(kn, rows, tiles, c0, c1, lds, s, o, d, ws);
 
       // O += P V over each tile's merged key segments. In place, a tile's
@@ -334,10 +382,10 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
       const int g = local / blocks;
       const int row0 = (local % blocks) * c->blocking.block_rows;
       const int row1 = std::min(rows, row0 + c->blocking.block_rows);
-      if (c->kb != nullptr && pr.q_bf16 != nullptr) {
+      if (c->kb != nullptr && pr.q_bf16 != nullptr && pr.mx.rows == nullptr) {
         RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       } else {
-        assert(pr.k != nullptr && pr.v != nullptr && pr.q != nullptr);
+        assert((pr.mx.rows != nullptr || (pr.k != nullptr && pr.v != nullptr)) && pr.q != nullptr);
         RunBlock(*c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       }
     }

@@ -26,6 +26,19 @@ struct AttentionShape {
   float softcap = 0;   // > 0: scores become softcap * tanh(score / softcap)
 };
 
+// K and V of a problem as MXFP8 rows, read in place of FP32 tiles: row r of
+// the tile is rows[r] (nullptr: a row of zeros); KV head g's key vector is at
+// rows[r] + k_offset + g * vec_bytes, its value vector at rows[r] + v_offset +
+// g * vec_bytes (codec layout: D codes, then D / 32 scale bytes). The FP32
+// kernels decode them 16 rows at a time straight into their K^T panels and V
+// slabs (no FP32 tile). Values are exactly those of codec::DecodeRows.
+struct MxfpRows {
+  const uint8_t* const* rows = nullptr;  // [n_keys]
+  size_t k_offset = 0;
+  size_t v_offset = 0;  // equal to k_offset for shared K/V
+  size_t vec_bytes = 0;
+};
+
 // One sequence's problem. Keys are a tile of consecutive positions; token t
 // sees rows [key_begin[t], key_end[t]) of the tile (non-empty for every token;
 // an empty range yields a zero output row, docs/semantics.md "Attention"). Rows of the tile
@@ -35,7 +48,7 @@ struct SeqProblem {
   int n_tokens;
   const float* q;  // [n_tokens, Hq, D] contiguous
   int n_keys;
-  const float* k;            // [n_keys, Hkv, D] contiguous
+  const float* k;            // [n_keys, Hkv, D] contiguous (nullptr with mx)
   const float* v;            // [n_keys, Hkv, D]; may equal k (shared K/V)
   const int32_t* key_begin;  // [n_tokens]
   const int32_t* key_end;    // [n_tokens]
@@ -51,6 +64,9 @@ struct SeqProblem {
   // Bf16AttentionSelected() (the BF16 kernels read them; q may be nullptr).
   const uint16_t* k16 = nullptr;
   const uint16_t* v16 = nullptr;
+  // K and V as MXFP8 rows in place of k and v (then nullptr): FP32 kernels
+  // only (a problem with mx never takes the BF16 kernels).
+  MxfpRows mx;
 };
 
 // Computes o = sum_j exp(z_j - m) v_j / (sum_j exp(z_j - m) + exp(S_h - m)),

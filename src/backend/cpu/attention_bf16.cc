@@ -88,11 +88,13 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         kb.to_bf16(s + at, th.end - th.begin, p16 + at);
       }
 
-      if (tile16) {
-        MarkRowwiseTiles(tiles, c0, c1, pr.v16 + head, ldkv, d, ws);
-      } else {
-        MarkRowwiseTiles(tiles, c0, c1, pr.v + head, ldkv, d, ws);
-      }
+      MarkRowwiseTiles(
+          tiles, c0, c1,
+          [&](int key) {
+            return tile16 ? NonFiniteRow(pr.v16 + head + key * ldkv, d)
+                          : NonFiniteRow(pr.v + head + key * ldkv, d);
+          },
+          ws);
       for (int j = 0; j < d; j += kTileCols) {
         for (int tile = 0; tile < tiles; ++tile) {
           if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees

@@ -62,6 +62,7 @@ struct Range {
 // Per-thread scratch, reused by every block this thread runs.
 struct Workspace {
   FloatBuffer q, o, s, kt, vs;            // vs: V of a chunk in 16-column slabs
+  FloatBuffer rows;                       // 16 decoded MXFP8 rows (FP32 kernels)
   FloatBuffer q16, kt16, v16, p16;        // BF16 path (uint16_t in float storage)
   std::vector<float> m, l;                // running max and denominator per row
   std::vector<Range> row_keys;            // per row
@@ -127,13 +128,13 @@ inline bool NonFiniteRow(const uint16_t* row, int d) {
 
 // Marks, for keys [c0, c1) of a chunk, the register tiles whose P.V must run
 // row by row: a value that some but not all of the tile's rows see is a NaN or
-// an Inf. P is 0 for the rows that do not see it, and 0 x NaN = NaN would put
-// it into their outputs (a row's output depends on its own keys only). Only
-// keys outside the intersection of the tile's row ranges are read, so a tile
-// of one token's heads (every DeepSeek-V4-like tile) costs nothing.
-template <typename T>
-inline void MarkRowwiseTiles(int tiles, int c0, int c1, const T* v_head, ptrdiff_t ldkv, int d,
-                             Workspace& ws) {
+// an Inf (nonfinite(key) says whether the value row of `key` holds one). P is
+// 0 for the rows that do not see it, and 0 x NaN = NaN would put it into their
+// outputs (a row's output depends on its own keys only). Only keys outside the
+// intersection of the tile's row ranges are asked about, so a tile of one
+// token's heads (every DeepSeek-V4-like tile) costs nothing.
+template <typename NonFinite>
+inline void MarkRowwiseTiles(int tiles, int c0, int c1, NonFinite&& nonfinite, Workspace& ws) {
   ws.tile_rowwise.assign(tiles, 0);
   for (int tile = 0; tile < tiles; ++tile) {
     Range common{c0, c1};
@@ -147,7 +148,7 @@ inline void MarkRowwiseTiles(int tiles, int c0, int c1, const T* v_head, ptrdiff
       for (int key = seg.begin; key < seg.end; ++key) {
         if (key >= common.begin && key < common.end) key = common.end;
         if (key >= seg.end) break;
-        if (NonFiniteRow(v_head + key * ldkv, d)) {
+        if (nonfinite(key)) {
           ws.tile_rowwise[tile] = 1;
           break;
         }

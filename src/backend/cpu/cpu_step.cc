@@ -24,6 +24,8 @@ constexpr size_t kFusedSeqsPerThread = 4;
 
 // The calling thread's tile for fused sequences; only grows.
 thread_local std::vector<float> tls_fused_tile;
+// The calling thread's MXFP8 row pointers for a fused sequence.
+thread_local std::vector<const uint8_t*> tls_rows;
 // The calling thread's rotated key vectors and cos/sin of one position.
 thread_local std::vector<float> tls_rope_vec;
 thread_local std::vector<float> tls_rope_angles;
@@ -132,6 +134,9 @@ class StepRunner {
     // BF16 tiles (exact: MXFP8 and BF16 values are BF16 values), half the
     // bytes of FP32 ones, and the kernels pack them without converting.
     tile16_ = q_bf16_ != nullptr && Bf16AttentionSelected();
+    // The FP32 kernels read MXFP8 rows in place and decode them straight into
+    // their packed layout: no FP32 tile (docs/cpu_attention.md, "Design").
+    mx_rows_ = !tile16_ && l_.format == Format::kMxfp8;
     // The BF16 kernels read q_bf16 only: no FP32 copy of the queries then.
     if (tile16_) {
       q32_ = nullptr;
@@ -172,6 +177,8 @@ class StepRunner {
 
   SeqTile TileOf(uint32_t i) const { return prep_.tiles[i]; }
 
+  // Floats of sequence i's tile (what it would take when the rows are read
+  // in place: the fused/batched choice stays the same).
   size_t TileFloats(uint32_t i) const {
     return size_t(TileOf(i).n_keys) * token_floats_ * (l_.shared_kv ? 1 : 2);
   }
@@ -225,25 +232,28 @@ class StepRunner {
     return tile16_ ? reinterpret_cast<float*>(reinterpret_cast<uint16_t*>(tile) + i) : tile + i;
   }
 
-  // Flat ring rows src_row ... src_row + n - 1 into tile rows r ..., one run
-  // per stretch of rows contiguous in memory (a run ends at a slot's end).
-  void DecodeRingRows(int64_t src_row, int32_t n, int32_t r, float* k, float* v) const {
+  // Calls fn(first, n, r) for flat ring rows src_row ... src_row + n - 1 going
+  // to tile rows r ..., one call per stretch of rows contiguous in memory (a
+  // run ends at a slot's end; rows are bytes_per_token apart).
+  template <typename Fn>
+  void RingRuns(int64_t src_row, int32_t n, int32_t r, Fn&& fn) const {
     while (n > 0) {
       const int32_t in_ring = int32_t(src_row % l_.ring.ring_len);
       const int32_t run = std::min(n, l_.ring.ring_len - in_ring);
-      DecodeRun(l_.ring.Row(src_row), l_.ring.bytes_per_token, run,
-                Elem(k, size_t(r) * token_floats_), Elem(v, size_t(r) * token_floats_));
+      fn(static_cast<const uint8_t*>(l_.ring.Row(src_row)), run, r);
       src_row += run;
       r += run;
       n -= run;
     }
   }
 
-  // Fills sequence i's tile (K at k, V at v; equal for shared K/V).
-  void BuildTile(uint32_t i, const SeqTile& t, float* k, float* v) {
+  // Where sequence i's tile rows come from: fn(first, n, r) for each run of
+  // tile rows r ... r + n - 1 stored bytes_per_token apart from `first`
+  // (nullptr: rows of zeros). Ring rows, then the step's new tokens, cast back
+  // through the format (docs/semantics.md, "MXFP8").
+  template <typename Fn>
+  void ForEachRun(uint32_t i, const SeqTile& t, Fn&& fn) const {
     const PlannedSeq& s = p_.seqs[i];
-    auto k_row = [&](int32_t r) { return Elem(k, size_t(r) * token_floats_); };
-    auto v_row = [&](int32_t r) { return Elem(v, size_t(r) * token_floats_); };
     if (p_.staged) {
       // Section 1 from the load plan: rows i*W ... i*W + W - 1.
       for (size_t g = prep_.first_segment[i]; g < p_.n_load_segments; ++g) {
@@ -251,11 +261,9 @@ class StepRunner {
         if (seg.dst_row >= int32_t(i + 1) * l_.window) break;
         const int32_t r = seg.dst_row - int32_t(i) * l_.window;
         if (seg.src_row < 0) {
-          const size_t bytes = size_t(seg.count) * token_floats_ * (tile16_ ? 2 : 4);
-          std::memset(k_row(r), 0, bytes);
-          if (!l_.shared_kv) std::memset(v_row(r), 0, bytes);
+          fn(static_cast<const uint8_t*>(nullptr), seg.count, r);
         } else {
-          DecodeRingRows(seg.src_row, seg.count, r, k, v);
+          RingRuns(seg.src_row, seg.count, r, fn);
         }
       }
     } else {
@@ -263,12 +271,34 @@ class StepRunner {
       const int64_t slot_base = int64_t(s.slot) * l_.ring.ring_len;
       const int32_t first = t.n_hist > 0 ? t.base % l_.ring.ring_len : 0;
       const int32_t run = std::min(t.n_hist, l_.ring.ring_len - first);
-      DecodeRingRows(slot_base + first, run, 0, k, v);
-      DecodeRingRows(slot_base, t.n_hist - run, run, k, v);
+      RingRuns(slot_base + first, run, 0, fn);
+      RingRuns(slot_base, t.n_hist - run, run, fn);
     }
-    // The new tokens, cast back through the format (docs/semantics.md, "MXFP8").
-    DecodeRun(s_.staged.data() + size_t(s.token_offset) * l_.ring.bytes_per_token, l_.ring.bytes_per_token,
-              s.seqlen_q, k_row(t.n_hist), v_row(t.n_hist));
+    fn(static_cast<const uint8_t*>(s_.staged.data() +
+                                   size_t(s.token_offset) * l_.ring.bytes_per_token),
+       s.seqlen_q, t.n_hist);
+  }
+
+  // Fills sequence i's tile (K at k, V at v; equal for shared K/V).
+  void BuildTile(uint32_t i, const SeqTile& t, float* k, float* v) {
+    ForEachRun(i, t, [&](const uint8_t* first, int32_t n, int32_t r) {
+      if (first != nullptr) {
+        DecodeRun(first, l_.ring.bytes_per_token, n, Elem(k, size_t(r) * token_floats_),
+                  Elem(v, size_t(r) * token_floats_));
+        return;
+      }
+      const size_t bytes = size_t(n) * token_floats_ * (tile16_ ? 2 : 4);
+      std::memset(Elem(k, size_t(r) * token_floats_), 0, bytes);
+      if (!l_.shared_kv) std::memset(Elem(v, size_t(r) * token_floats_), 0, bytes);
+    });
+  }
+
+  // MXFP8 rows read in place (mx_rows_): sequence i's row pointers.
+  void BuildRows(uint32_t i, const SeqTile& t, const uint8_t** rows) const {
+    ForEachRun(i, t, [&](const uint8_t* first, int32_t n, int32_t r) {
+      for (int32_t j = 0; j < n; ++j)
+        rows[r + j] = first != nullptr ? first + size_t(j) * l_.ring.bytes_per_token : nullptr;
+    });
   }
 
   AttentionShape Shape() const {
@@ -282,7 +312,9 @@ class StepRunner {
     return shape;
   }
 
-  SeqProblem ProblemOf(uint32_t i, const SeqTile& t, const float* k, const float* v) const {
+  // rows: the MXFP8 row pointers of BuildRows (mx_rows_), else k and v.
+  SeqProblem ProblemOf(uint32_t i, const SeqTile& t, const float* k, const float* v,
+                       const uint8_t* const* rows = nullptr) const {
     const PlannedSeq& s = p_.seqs[i];
     const size_t q_off = size_t(s.token_offset) * l_.q_heads * d_;
     SeqProblem p;
@@ -290,7 +322,13 @@ class StepRunner {
     p.q = q32_ != nullptr ? q32_ + q_off : nullptr;
     p.q_bf16 = q_bf16_ != nullptr ? q_bf16_ + q_off : nullptr;
     p.n_keys = t.n_keys;
-    if (tile16_) {
+    if (mx_rows_) {
+      p.k = p.v = nullptr;
+      p.mx.rows = rows;
+      p.mx.k_offset = 0;
+      p.mx.v_offset = l_.shared_kv ? 0 : size_t(hkv_) * l_.vec_bytes;
+      p.mx.vec_bytes = l_.vec_bytes;
+    } else if (tile16_) {
       p.k16 = reinterpret_cast<const uint16_t*>(k);
       p.v16 = reinterpret_cast<const uint16_t*>(v);
     } else {
@@ -315,6 +353,14 @@ class StepRunner {
       for (size_t n = b; n < e; ++n) {
         const uint32_t i = s_.fused_list[n];
         const SeqTile t = TileOf(i);
+        if (mx_rows_) {
+          std::vector<const uint8_t*>& rows = tls_rows;
+          rows.resize(size_t(t.n_keys));
+          BuildRows(i, t, rows.data());
+          const SeqProblem p = ProblemOf(i, t, nullptr, nullptr, rows.data());
+          Attend(shape, &p, 1, nullptr);
+          continue;
+        }
         const size_t kv_floats = size_t(t.n_keys) * token_floats_;
         if (buf.size() < kFusedTileFloats) buf.resize(kFusedTileFloats);
         float* k = buf.data();
@@ -342,13 +388,27 @@ class StepRunner {
       }
       tiles.push_back(t);
     }
-    s_.tiles.resize(floats);
+    if (mx_rows_) {
+      // Row pointers instead of tiles: k_offset indexes s_.rows.
+      size_t n_rows = 0;
+      for (SeqTile& t : tiles) {
+        t.k_offset = t.v_offset = n_rows;
+        n_rows += size_t(t.n_keys);
+      }
+      s_.rows.resize(n_rows);
+    } else {
+      s_.tiles.resize(floats);
+    }
     ParallelFor(end - first, [&](size_t b, size_t e) {
       for (size_t k = b; k < e; ++k) {
         const uint32_t i = first + uint32_t(k);
         if (s_.fused[i]) continue;
-        BuildTile(i, tiles[k], s_.tiles.data() + tiles[k].k_offset,
-                  s_.tiles.data() + tiles[k].v_offset);
+        if (mx_rows_) {
+          BuildRows(i, tiles[k], s_.rows.data() + tiles[k].k_offset);
+        } else {
+          BuildTile(i, tiles[k], s_.tiles.data() + tiles[k].k_offset,
+                    s_.tiles.data() + tiles[k].v_offset);
+        }
       }
     });
 
@@ -356,8 +416,12 @@ class StepRunner {
     for (uint32_t i = first; i < end; ++i) {
       const SeqTile& t = tiles[i - first];
       if (p_.seqs[i].seqlen_q == 0 || s_.fused[i]) continue;
-      s_.problems.push_back(
-          ProblemOf(i, t, s_.tiles.data() + t.k_offset, s_.tiles.data() + t.v_offset));
+      if (mx_rows_) {
+        s_.problems.push_back(ProblemOf(i, t, nullptr, nullptr, s_.rows.data() + t.k_offset));
+      } else {
+        s_.problems.push_back(
+            ProblemOf(i, t, s_.tiles.data() + t.k_offset, s_.tiles.data() + t.v_offset));
+      }
     }
     if (s_.problems.empty()) return;
     const AttentionShape shape = Shape();
@@ -398,56 +462,12 @@ class StepRunner {
   const float* q32_ = nullptr;
   const uint16_t* q_bf16_ = nullptr;
   bool tile16_ = false;
+  bool mx_rows_ = false;
   float* out32_ = nullptr;
   std::atomic<uint64_t> nonfinite_{0};
 };
 
 }  // namespace
-
-void PrepareCpuPlan(const PlanView& plan, CpuPreparedPlan* out) {
-  const int32_t w = plan.window;
-  out->tiles.resize(plan.n_seqs);
-  out->key_begin.resize(size_t(plan.n_tokens));
-  out->key_end.resize(size_t(plan.n_tokens));
-  out->positions.resize(size_t(plan.n_tokens));
-  out->first_segment.assign(plan.staged ? plan.n_seqs : 0, plan.n_load_segments);
-  for (uint32_t i = 0; i < plan.n_seqs; ++i) {
-    const PlannedSeq& s = plan.seqs[i];
-    SeqTile& t = out->tiles[i];
-    t = SeqTile{};
-    if (plan.staged) {
-      t.base = s.q_start - w;
-      t.n_hist = w;
-    } else if (s.seqlen_q > 0) {
-      t.base = s.q_start - plan.offset_len[2 * size_t(s.token_offset) + 1] + 1;  // oldest key
-      t.n_hist = s.q_start - t.base;
-    }
-    t.n_keys = t.n_hist + s.seqlen_q;
-    // Each token's visible rows of the tile: from its lowest visible position
-    // (read back from the pivots or offset_len) up to itself.
-    const int32_t sec2_first = int32_t(plan.n_seqs) * w + s.token_offset;
-    for (int32_t j = 0; j < s.seqlen_q; ++j) {
-      const size_t ti = size_t(s.token_offset) + size_t(j);
-      const int32_t p = s.q_start + j;
-      out->positions[ti] = p;
-      int32_t lo;
-      if (plan.staged) {
-        const int32_t* pv = plan.pivots + 4 * ti;
-        lo = pv[1] > 0 ? t.base + (pv[0] - int32_t(i) * w) : s.q_start + (pv[2] - sec2_first);
-      } else {
-        lo = p - plan.offset_len[2 * ti + 1] + 1;
-      }
-      out->key_begin[ti] = lo - t.base;
-      out->key_end[ti] = p - t.base + 1;
-    }
-  }
-  // Segments come in sequence order: the first one of each sequence.
-  for (size_t g = plan.staged ? plan.n_load_segments : 0; g-- > 0;) {
-    const uint32_t i = uint32_t(plan.load_segments[g].dst_row / w);
-    if (i < plan.n_seqs) out->first_segment[i] = g;
-  }
-  out->stamp = plan.stamp;
-}
 
 absl::Status RunCpuStep(const StepWork& work, const CpuPreparedPlan& prepared, ThreadPool* pool,
                         StepScratch& scratch, StepResult* result) {

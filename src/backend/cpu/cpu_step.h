@@ -21,7 +21,7 @@ struct SeqTile {
   int32_t base = 0;
   int32_t n_hist = 0;
   int32_t n_keys = 0;
-  size_t k_offset = 0;  // floats into the batch tile buffer (set per layer)
+  size_t k_offset = 0;  // floats into the batch tile buffer, or rows into its row pointers
   size_t v_offset = 0;
 };
 
@@ -42,6 +42,7 @@ void PrepareCpuPlan(const PlanView& plan, CpuPreparedPlan* out);
 struct StepScratch {
   std::vector<uint8_t> staged;  // [T, heads_per_token, vec_bytes]: new K/V in the layer's format
   std::vector<float> tiles;     // K (and V) tiles of a batch of sequences
+  std::vector<const uint8_t*> rows;  // MXFP8 rows read in place, per tile row
   std::vector<float> q32;       // queries converted to FP32 when given as BF16
   std::vector<float> out32;     // outputs in FP32 when BF16 is asked for
   std::vector<SeqTile> batch_tiles;

@@ -1,0 +1,283 @@
+// The FP32 attention kernels reading MXFP8 rows in place (SeqProblem::mx):
+// bit for bit the same outputs and LSEs as the same kernels on the FP32 tile
+// that codec::DecodeRows makes of those rows, on every kernel set this CPU
+// has, and within the FP32 budget of the FP64 dense reference. Rows come from
+// scattered allocations (as ring rows and staged new tokens do), some are
+// missing (nullptr: zeros), and some hold NaN codes or a NaN scale.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/thread_pool.h"
+#include "codec/codec.h"
+#include "gtest/gtest.h"
+
+namespace swa::cpu {
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct Case {
+  int hq, hkv, d;
+  bool shared_kv, sinks;
+  int history, tokens, window;  // a banded decode / prefill problem
+};
+
+std::string Describe(const Case& c) {
+  return "Hq " + std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " +
+         std::to_string(c.d) + (c.shared_kv ? " shared" : " separate") +
+         (c.sinks ? " sinks" : "") + " history " + std::to_string(c.history) + " tokens " +
+         std::to_string(c.tokens) + " window " + std::to_string(c.window);
+}
+
+// One problem: token rows in the codec layout, each its own allocation.
+struct MxProblem {
+  Case c;
+  int n_keys = 0;
+  size_t vec_bytes = 0, row_bytes = 0;
+  std::vector<std::unique_ptr<uint8_t[]>> storage;
+  std::vector<const uint8_t*> rows;  // nullptr: a row of zeros
+  std::vector<float> q, k, v;        // k, v: the rows decoded (the tile)
+  std::vector<int32_t> begin, end;
+  std::vector<float> sinks;
+  float scale = 0;
+};
+
+MxProblem Make(const Case& c, uint32_t seed, bool with_missing_rows) {
+  MxProblem p;
+  p.c = c;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mag(0.05f, 1.0f);
+  std::uniform_int_distribution<int> octave(-2, 2);
+  auto nonzero = [&] { return ((rng() & 1) ? 1.0f : -1.0f) * mag(rng); };
+  const int first = std::max(0, c.history - c.window + 1);
+  p.n_keys = c.history + c.tokens - first;
+  for (int t = 0; t < c.tokens; ++t) {
+    const int pos = c.history + t;
+    p.begin.push_back(std::max(0, pos - c.window + 1) - first);
+    p.end.push_back(pos + 1 - first);
+  }
+  p.vec_bytes = VectorBytes(Format::kMxfp8, static_cast<uint32_t>(c.d));
+  const int vectors = c.hkv * (c.shared_kv ? 1 : 2);
+  p.row_bytes = p.vec_bytes * vectors;
+  std::vector<float> src(static_cast<size_t>(vectors) * c.d);
+  for (int r = 0; r < p.n_keys; ++r) {
+    // Blocks of different magnitudes (scale bytes differ), and elements
+    // spread over E4M3's range inside each block (subnormal codes included).
+    for (size_t b = 0; b < src.size(); b += 32) {
+      const int block_octave = octave(rng);
+      for (size_t e = b; e < b + 32; ++e)
+        src[e] = std::ldexp(nonzero(), block_octave + octave(rng));
+    }
+    p.storage.emplace_back(new uint8_t[p.row_bytes + 64]);
+    uint8_t* row = p.storage.back().get() + (rng() % 64);  // any alignment
+    codec::EncodeRows(Format::kMxfp8, ScaleMode::kCeil, static_cast<uint32_t>(c.d), vectors,
+                      {src.data(), Dtype::kFp32, static_cast<size_t>(c.d)},
+                      {.base = row, .stride = p.vec_bytes});
+    p.rows.push_back(row);
+  }
+  // Missing rows (a staged plan's padding): zeros, seen or not.
+  if (with_missing_rows)
+    for (int r = 1; r < p.n_keys; r += 5) p.rows[r] = nullptr;
+  std::uniform_real_distribution<float> qd(-2.0f, 2.0f);
+  p.q.resize(static_cast<size_t>(c.tokens) * c.hq * c.d);
+  for (float& x : p.q) x = qd(rng);
+  for (int h = 0; h < c.hq; ++h) p.sinks.push_back(3.0f * nonzero());
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+  return p;
+}
+
+// The FP32 tile of the rows, as the step used to build it.
+void DecodeTile(MxProblem& p) {
+  const Case& c = p.c;
+  const size_t floats = static_cast<size_t>(p.n_keys) * c.hkv * c.d;
+  p.k.assign(floats, kNaN);
+  p.v.assign(c.shared_kv ? 0 : floats, kNaN);
+  for (int r = 0; r < p.n_keys; ++r) {
+    float* kr = p.k.data() + static_cast<size_t>(r) * c.hkv * c.d;
+    float* vr = c.shared_kv ? nullptr : p.v.data() + static_cast<size_t>(r) * c.hkv * c.d;
+    if (p.rows[r] == nullptr) {
+      std::fill(kr, kr + c.hkv * c.d, 0.0f);
+      if (vr != nullptr) std::fill(vr, vr + c.hkv * c.d, 0.0f);
+      continue;
+    }
+    codec::DecodeRows(Format::kMxfp8, static_cast<uint32_t>(c.d), c.hkv,
+                      {.base = p.rows[r], .stride = p.vec_bytes},
+                      {kr, Dtype::kFp32, static_cast<size_t>(c.d)});
+    if (vr != nullptr)
+      codec::DecodeRows(Format::kMxfp8, static_cast<uint32_t>(c.d), c.hkv,
+                        {.base = p.rows[r] + c.hkv * p.vec_bytes, .stride = p.vec_bytes},
+                        {vr, Dtype::kFp32, static_cast<size_t>(c.d)});
+  }
+}
+
+struct Result {
+  std::vector<float> out, lse;
+};
+
+Result Attention(const MxProblem& p, bool in_place_rows, AttentionIsa isa, ThreadPool* pool) {
+  const Case& c = p.c;
+  Result r;
+  r.out.assign(static_cast<size_t>(c.tokens) * c.hq * c.d, kNaN);
+  r.lse.assign(static_cast<size_t>(c.tokens) * c.hq, kNaN);
+  AttentionShape shape{c.hq, c.hkv, c.d, p.scale, c.sinks ? p.sinks.data() : nullptr};
+  SeqProblem sp{c.tokens, p.q.data(), p.n_keys, nullptr, nullptr, p.begin.data(), p.end.data(),
+                r.out.data()};
+  sp.lse = r.lse.data();
+  if (in_place_rows) {
+    sp.mx.rows = p.rows.data();
+    sp.mx.k_offset = 0;
+    sp.mx.v_offset = c.shared_kv ? 0 : c.hkv * p.vec_bytes;
+    sp.mx.vec_bytes = p.vec_bytes;
+  } else {
+    sp.k = p.k.data();
+    sp.v = c.shared_kv ? p.k.data() : p.v.data();
+  }
+  AttendWithIsa(isa, shape, &sp, 1, pool);
+  return r;
+}
+
+// Bit patterns equal (NaN payloads included).
+void ExpectSameBits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  size_t differ = 0, first = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  }
+  EXPECT_EQ(differ, 0u) << what << ": first at " << first << " (" << a[first] << " vs "
+                        << b[first] << ")";
+}
+
+// FP64 dense band-mask attention over the decoded tile.
+double RelativeErrorToReference(const MxProblem& p, const std::vector<float>& got) {
+  const Case& c = p.c;
+  const int ratio = c.hq / c.hkv;
+  const std::vector<float>& v = c.shared_kv ? p.k : p.v;
+  double err = 0, norm = 0;
+  for (int t = 0; t < c.tokens; ++t) {
+    for (int h = 0; h < c.hq; ++h) {
+      const int g = h / ratio;
+      const float* q = &p.q[(static_cast<size_t>(t) * c.hq + h) * c.d];
+      std::vector<double> z;
+      double m = c.sinks ? p.sinks[h] : -std::numeric_limits<double>::infinity();
+      for (int j = p.begin[t]; j < p.end[t]; ++j) {
+        const float* k = &p.k[(static_cast<size_t>(j) * c.hkv + g) * c.d];
+        double dot = 0;
+        for (int e = 0; e < c.d; ++e) dot += static_cast<double>(q[e]) * k[e];
+        z.push_back(static_cast<double>(p.scale) * dot);
+        m = std::max(m, z.back());
+      }
+      double denom = c.sinks ? std::exp(p.sinks[h] - m) : 0.0;
+      std::vector<double> o(c.d, 0.0);
+      for (int j = p.begin[t]; j < p.end[t]; ++j) {
+        const double w = std::exp(z[j - p.begin[t]] - m);
+        denom += w;
+        const float* vj = &v[(static_cast<size_t>(j) * c.hkv + g) * c.d];
+        for (int e = 0; e < c.d; ++e) o[e] += w * vj[e];
+      }
+      const float* out = &got[(static_cast<size_t>(t) * c.hq + h) * c.d];
+      for (int e = 0; e < c.d; ++e) {
+        const double want = o[e] / denom;
+        err += (out[e] - want) * (out[e] - want);
+        norm += want * want;
+      }
+    }
+  }
+  return std::isnan(err) ? std::numeric_limits<double>::infinity() : std::sqrt(err / norm);
+}
+
+std::vector<AttentionIsa> IsasHere() {
+  std::vector<AttentionIsa> isas{AttentionIsa::kPortable};
+  if (Avx2KernelsAvailable()) isas.push_back(AttentionIsa::kAvx2);
+  if (Avx512KernelsAvailable()) isas.push_back(AttentionIsa::kAvx512);
+  return isas;
+}
+
+const Case kCases[] = {
+    {64, 1, 512, true, true, 500, 6, 128},   // DeepSeek-V4-like decode (in-place output)
+    {64, 1, 512, true, false, 40, 3, 128},   // short history, no sinks
+    {64, 8, 64, false, true, 300, 5, 128},   // gpt-oss-like GQA, separate K/V
+    {8, 2, 128, false, true, 90, 7, 32},     // mixed-token register tiles
+    {4, 1, 512, true, true, 600, 70, 400},   // several key chunks (not in place)
+    {16, 4, 256, false, false, 700, 33, 300},
+};
+
+TEST(CpuAttentionMxfp8, InPlaceRowsMatchTheDecodedTileBitForBit) {
+  ThreadPool pool(3);
+  uint32_t seed = 7;
+  for (const Case& c : kCases) {
+    for (bool missing : {false, true}) {
+      MxProblem p = Make(c, ++seed, missing);
+      DecodeTile(p);
+      for (AttentionIsa isa : IsasHere()) {
+        for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          const std::string what = Describe(c) + " isa " + std::to_string(static_cast<int>(isa)) +
+                                   (missing ? " missing rows" : "") + (tp ? " pool" : "");
+          const Result tile = Attention(p, false, isa, tp);
+          const Result rows = Attention(p, true, isa, tp);
+          ExpectSameBits(rows.out, tile.out, what + " out");
+          ExpectSameBits(rows.lse, tile.lse, what + " lse");
+          EXPECT_LE(RelativeErrorToReference(p, rows.out), 1e-5) << what;
+        }
+      }
+    }
+  }
+}
+
+// A value row that only a later token sees holds a NaN code or a NaN scale:
+// the earlier tokens' rows stay exact, the later ones are non-finite, exactly
+// as on the decoded tile.
+TEST(CpuAttentionMxfp8, NanInALaterTokensRowStaysInItsRows) {
+  for (const Case& c : {Case{8, 4, 64, false, true, 50, 6, 16}, Case{8, 8, 64, true, false, 50, 6, 16},
+                        Case{64, 1, 512, true, true, 200, 6, 128}}) {
+    for (bool nan_scale : {false, true}) {
+      MxProblem p = Make(c, 99, false);
+      DecodeTile(p);
+      const Result clean = Attention(p, true, AttentionIsa::kAuto, nullptr);
+      const int poisoned = 4;  // token 4's own key: tokens 4 and 5 see it
+      const int key = p.end[poisoned] - 1;
+      // Poison the value vectors of the key (the K vectors when shared).
+      uint8_t* row = const_cast<uint8_t*>(p.rows[key]);
+      for (int g = 0; g < c.hkv; ++g) {
+        uint8_t* vec = row + (c.shared_kv ? 0 : c.hkv * p.vec_bytes) + g * p.vec_bytes;
+        if (nan_scale) {
+          vec[c.d + 1] = 0xFF;  // the second block's scale
+        } else {
+          vec[5] = 0x7F;  // a NaN code
+        }
+      }
+      DecodeTile(p);
+      for (AttentionIsa isa : IsasHere()) {
+        const std::string what = Describe(c) + (nan_scale ? " NaN scale" : " NaN code") +
+                                 " isa " + std::to_string(static_cast<int>(isa));
+        const Result tile = Attention(p, false, isa, nullptr);
+        const Result rows = Attention(p, true, isa, nullptr);
+        ExpectSameBits(rows.out, tile.out, what);
+        const size_t row_floats = static_cast<size_t>(c.hq) * c.d;
+        for (size_t i = 0; i < poisoned * row_floats; ++i)
+          ASSERT_TRUE(std::isfinite(rows.out[i])) << what << ": an earlier token's output at " << i;
+        double diff = 0, size = 0;
+        for (size_t i = 0; i < poisoned * row_floats; ++i) {
+          diff = std::max(diff, std::fabs(static_cast<double>(rows.out[i]) - clean.out[i]));
+          size = std::max(size, std::fabs(static_cast<double>(clean.out[i])));
+        }
+        EXPECT_LE(diff, 1e-5 * size) << what;  // row by row: another summation order
+        for (size_t i = poisoned * row_floats; i < rows.out.size(); i += c.d) {
+          bool any_bad = false;
+          for (int e = 0; e < c.d; ++e) any_bad |= !std::isfinite(rows.out[i + e]);
+          EXPECT_TRUE(any_bad) << what << ": a row that sees the NaN is finite";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace swa::cpu
