@@ -212,7 +212,7 @@ class StepHarness {
     const double tol = out_dtype == SWA_DTYPE_FP32 ? 1e-5 : 1e-2;
     // BF16 queries on an MXFP8/BF16 ring without RoPE may take the BF16
     // kernels, which round P to BF16 for P.V (docs/cpu_attention.md, "Paths"):
-    // |out - ref| <= 2^-9 * max|v| per element (+ the FP32 budget). max|v| is
+    // |out - ref| <= 2^-8 * max|v| per element (+ the FP32 budget). max|v| is
     // over every V vector written to the layer, times 1 + 2^-4 for MXFP8's
     // rounding of it.
     const bool bf16_path = q_dtype == SWA_DTYPE_BF16 && c.rope_style == SWA_ROPE_NONE &&
@@ -221,7 +221,7 @@ class StepHarness {
     if (bf16_path && err > tol) {
       double ref_max = 0;
       for (size_t i = 0; i < qn; ++i) ref_max = std::max(ref_max, std::fabs(ref[i]));
-      const double bound = std::ldexp(1.0, -9) * vmax_[l] * 1.0625 + 1e-5 * ref_max;
+      const double bound = std::ldexp(1.0, -8) * vmax_[l] * 1.0625 + 1e-5 * ref_max;
       for (size_t i = 0; i < qn; ++i)
         if (!(std::fabs(last_out_[i] - ref[i]) <= bound)) {
           ADD_FAILURE() << "layer " << l << " (BF16 path): out[" << i << "] = " << last_out_[i]

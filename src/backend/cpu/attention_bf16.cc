@@ -2,7 +2,7 @@
 // queries arrive in BF16 and whose keys and values are exact in BF16 (an MXFP8
 // or BF16 ring). Scores are scale * (q . k) with exact products and FP32 sums;
 // the online softmax is the FP32 one; P is rounded to BF16 (nearest even) for
-// P.V, which adds at most 2^-9 * max|v| per output element
+// P.V, which adds less than 2^-8 * max|v| per output element
 // (docs/cpu_attention.md, "Paths").
 #include <algorithm>
 #include <cstring>
