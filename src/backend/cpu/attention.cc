@@ -76,19 +76,10 @@ void PackChunk(const AttentionKernels& kn, const SeqProblem& pr, int g, int c0, 
   }
 }
 
-// The in-place output of RunBlock, before P.V of its only chunk: each row's
-// P scaled by 1 / l (a NaN l makes the row NaN, as dividing O would; l == 0
-// only for a row whose P is all zero), and the output rows of the tiles whose
-// P.V does not start with a full-tile write (no keys in the chunk, or row by
-// row) cleared.
-void NormaliseInPlace(const AttentionKernels& kn, int rows, int tiles, int c0, int c1, int lds,
-                      float* s, float* o, int d, const Workspace& ws) {
-  for (int i = 0; i < rows; ++i) {
-    const Range th = Intersect(ws.tile_hull[ws.row_tile[i]], c0, c1);
-    if (th.begin >= th.end || ws.l[i] == 0.0f) continue;
-    float* prow = s + static_cast<ptrdiff_t>(i) * lds + (th.begin - c0);
-    kn.scale_row(prow, prow, th.end - th.begin, 1.0f / ws.l[i]);
-  }
+// The in-place output of RunBlock, before P.V of its only chunk: the output
+// rows of the tiles whose P.V does not start with a full-tile write (no keys
+// in the chunk, or row by row) cleared.
+void ClearUnwrittenTiles(int tiles, int c0, int c1, float* o, int d, const Workspace& ws) {
   for (int tile = 0; tile < tiles; ++tile) {
     bool written = false;  // by a segment's full-tile gemm
     const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
@@ -135,8 +126,9 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
   const int n_chunks = span > 0 ? CeilDiv(span, blocking.chunk_keys) : 0;
   // In place: with one KV head the block's output rows are consecutive rows
   // of pr.out too, and with one key chunk every row's denominator l is final
-  // once the softmax has run. P is then scaled by 1/l and P.V writes the
-  // outputs directly: no O buffer to clear, no final pass over the rows.
+  // once the softmax has run. P.V then writes the output rows directly, tile
+  // by tile, and each tile's rows are divided by l while still in L1: no O
+  // buffer to clear, no final pass over the rows (the same bits).
   const bool in_place = q_in_place && n_chunks == 1;
   float* o;
   if (in_place) {
@@ -197,10 +189,10 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
             return false;
           },
           ws);
-      if (in_place) NormaliseInPlace(kn, rows, tiles, c0, c1, lds, s, o, d, ws);
+      if (in_place) ClearUnwrittenTiles(tiles, c0, c1, o, d, ws);
 
       // O += P V over each tile's merged key segments. In place, a tile's
-      // first segment writes its rows (NormaliseInPlace cleared the rows of
+      // first segment writes its rows (ClearUnwrittenTiles cleared the rows of
       // the others).
       auto pv = [&](int tile, int j) {
         if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
@@ -230,8 +222,10 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
         // Tile by tile: each output row is written once, front to back (a
         // cold row written 64 bytes at a time across the tiles stalls on
         // every line); the V slabs come from L2.
-        for (int tile = 0; tile < tiles; ++tile)
+        for (int tile = 0; tile < tiles; ++tile) {
           for (int j = 0; j < d; j += kTileCols) pv(tile, j);
+          NormaliseRows(kn, o, d, ws.tile_row0[tile], ws.tile_rows[tile], ws);
+        }
       } else {
         // A 16-column V slab stays hot in L1 across the tiles.
         for (int j = 0; j < d; j += kTileCols)

@@ -30,20 +30,35 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   const int tiles = CutTiles(rows, ws);
   const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
 
-  // Q as given (BF16, unscaled: the scale multiplies the FP32 scores).
-  uint16_t* q = U16(ws.q16, static_cast<size_t>(rows) * d);
-  float* o = ws.o.Get(static_cast<size_t>(rows) * d);
-  std::memset(o, 0, sizeof(float) * rows * d);
-  for (int i = 0; i < rows; ++i) {
-    const int t = (row0 + i) / ratio;
-    const int h = g * ratio + (row0 + i) % ratio;
-    std::memcpy(q + static_cast<ptrdiff_t>(i) * d,
-                pr.q_bf16 + (static_cast<ptrdiff_t>(t) * hq + h) * d, sizeof(uint16_t) * d);
+  // Q as given (BF16, unscaled: the scale multiplies the FP32 scores); with
+  // one KV head the block's rows are consecutive rows of q_bf16, read in place.
+  const bool q_in_place = shape.kv_heads == 1;
+  const uint16_t* q = pr.q_bf16 + static_cast<ptrdiff_t>(row0) * d;
+  if (!q_in_place) {
+    uint16_t* qc = U16(ws.q16, static_cast<size_t>(rows) * d);
+    for (int i = 0; i < rows; ++i) {
+      const int t = (row0 + i) / ratio;
+      const int h = g * ratio + (row0 + i) % ratio;
+      std::memcpy(qc + static_cast<ptrdiff_t>(i) * d,
+                  pr.q_bf16 + (static_cast<ptrdiff_t>(t) * hq + h) * d, sizeof(uint16_t) * d);
+    }
+    q = qc;
   }
 
-  if (hull.begin < hull.end) {
-    const int span = hull.end - hull.begin;
-    const int n_chunks = CeilDiv(span, blocking.chunk_keys);
+  const int span = hull.begin < hull.end ? hull.end - hull.begin : 0;
+  const int n_chunks = span > 0 ? CeilDiv(span, blocking.chunk_keys) : 0;
+  // In place as in the FP32 driver (attention.cc, RunBlock): P.V into the
+  // output rows tile by tile, each tile's rows divided by l while in L1.
+  const bool in_place = q_in_place && n_chunks == 1;
+  float* o;
+  if (in_place) {
+    o = pr.out + static_cast<ptrdiff_t>(row0) * d;
+  } else {
+    o = ws.o.Get(static_cast<size_t>(rows) * d);
+    std::memset(o, 0, sizeof(float) * rows * d);
+  }
+
+  if (n_chunks > 0) {
     const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);
     uint16_t* kt = U16(ws.kt16, static_cast<size_t>(chunk) * d);
     uint16_t* vp = U16(ws.v16, static_cast<size_t>(chunk) * d);
@@ -95,34 +110,45 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
                           : NonFiniteRow(pr.v + head + key * ldkv, d);
           },
           ws);
-      for (int j = 0; j < d; j += kTileCols) {
-        for (int tile = 0; tile < tiles; ++tile) {
-          if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
-            for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
-              const Range rk = Intersect(ws.row_keys[i], c0, c1);
-              if (rk.begin >= rk.end) continue;
-              kb.gemm_pv(1, rk.begin - c0, rk.end - c0, p16 + static_cast<ptrdiff_t>(i) * lds, lds,
-                         vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
-                         o + static_cast<ptrdiff_t>(i) * d + j, d);
-            }
-            continue;
-          }
-          const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
-          for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
-            const Range seg = Intersect(segs[n], c0, c1);
-            if (seg.begin >= seg.end) continue;
-            const int r0 = ws.tile_row0[tile];
-            kb.gemm_pv(ws.tile_rows[tile], seg.begin - c0, seg.end - c0,
-                       p16 + static_cast<ptrdiff_t>(r0) * lds, lds,
+      auto pv = [&](int tile, int j) {
+        if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
+          for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
+            const Range rk = Intersect(ws.row_keys[i], c0, c1);
+            if (rk.begin >= rk.end) continue;
+            kb.gemm_pv(1, rk.begin - c0, rk.end - c0, p16 + static_cast<ptrdiff_t>(i) * lds, lds,
                        vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
-                       o + static_cast<ptrdiff_t>(r0) * d + j, d);
+                       o + static_cast<ptrdiff_t>(i) * d + j, d);
           }
+          return;
         }
+        const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+        for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
+          const Range seg = Intersect(segs[n], c0, c1);
+          if (seg.begin >= seg.end) continue;
+          const int r0 = ws.tile_row0[tile];
+          kb.gemm_pv(ws.tile_rows[tile], seg.begin - c0, seg.end - c0,
+                     p16 + static_cast<ptrdiff_t>(r0) * lds, lds,
+                     vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
+                     o + static_cast<ptrdiff_t>(r0) * d + j, d);
+        }
+      };
+      if (in_place) {
+        // gemm_pv accumulates: each tile's output rows are cleared right
+        // before its P.V (12 KiB at D = 512, in L1 until normalised).
+        for (int tile = 0; tile < tiles; ++tile) {
+          std::memset(o + static_cast<ptrdiff_t>(ws.tile_row0[tile]) * d, 0,
+                      sizeof(float) * ws.tile_rows[tile] * d);
+          for (int j = 0; j < d; j += kTileCols) pv(tile, j);
+          NormaliseRows(kn, o, d, ws.tile_row0[tile], ws.tile_rows[tile], ws);
+        }
+      } else {
+        for (int j = 0; j < d; j += kTileCols)
+          for (int tile = 0; tile < tiles; ++tile) pv(tile, j);
       }
     }
   }
 
-  WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws);
+  WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws, in_place);
 }
 
 }  // namespace swa::cpu::attn

@@ -246,8 +246,23 @@ inline void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shap
   }
 }
 
+// Rows [r0, r0 + n) of a block's output, written in place at o (row i at
+// o + i * d), divided by their final denominators: the same bits WriteRows
+// gives from an O buffer (l == 0: a row with no key and no sink, all zero).
+inline void NormaliseRows(const AttentionKernels& kn, float* o, int d, int r0, int n,
+                          const Workspace& ws) {
+  for (int i = r0; i < r0 + n; ++i) {
+    float* row = o + static_cast<ptrdiff_t>(i) * d;
+    if (ws.l[i] != 0.0f) {
+      kn.scale_row(row, row, d, 1.0f / ws.l[i]);
+    } else {
+      std::memset(row, 0, sizeof(float) * d);
+    }
+  }
+}
+
 // Normalised outputs (and LSEs) of the block's rows. With `in_place` the
-// outputs are already in pr.out (P was scaled by 1/l): only the LSEs.
+// outputs are already in pr.out (NormaliseRows): only the LSEs.
 inline void WriteRows(const AttentionKernels& kn, const SeqProblem& pr, int g, int row0, int rows,
                       int ratio, int hq, int d, const float* o, const Workspace& ws,
                       bool in_place = false) {
