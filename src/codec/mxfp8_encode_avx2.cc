@@ -292,11 +292,11 @@ __attribute__((noinline)) uint32_t EncodeGroup8(const Src& src, uint32_t dim, ui
   return bad;
 }
 
-// Groups of 16 blocks go through EncodeGroup16 (mxfp8_group16_avx2.h); the
-// blocks it declines (a zero or a magnitude below the E4M3 normal range,
-// NaN/Inf, a scale byte under 7) are redone one at a time by EncodeGroup8,
-// or the whole group when there are more than a few. The row's last blocks
-// (dims not a multiple of 512) go through EncodeGroup8 as well.
+// Groups of 16 blocks go through EncodeGroup16 (mxfp8_group16_avx2.h),
+// which writes all 16 scale bytes; the blocks it declines (a zero or a
+// magnitude below the E4M3 normal range, NaN/Inf, a scale byte under 7) are
+// redone by EncodeBlockOther. The row's last blocks (dims not a multiple of
+// 512) go through EncodeGroup8.
 template <bool kCeil>
 SWA_AVX2_INLINE uint32_t EncodeGroup16(const F32Source& src, uint32_t g, uint8_t* codes, uint8_t* scales) {
   return EncodeGroup16F32<kCeil>(src.p + g * 32, codes, scales);
@@ -312,15 +312,11 @@ SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
   const uint32_t blocks = dim / 32;
   uint32_t bad = 0, g = 0;
   for (; g + 16 <= blocks; g += 16) {
-    const uint32_t fails = EncodeGroup16<kCeil>(src, g, dst + g * 32, dst + dim + g);
-    if (__builtin_expect(fails == 0, 1)) continue;
-    if (__builtin_popcount(fails) > 3) {
-      bad += EncodeGroup8<kCeil>(src, dim, g, 8, dst);
-      bad += EncodeGroup8<kCeil>(src, dim, g + 8, 8, dst);
-      continue;
+    uint32_t fails = EncodeGroup16<kCeil>(src, g, dst + g * 32, dst + dim + g);
+    for (; __builtin_expect(fails != 0, 0); fails &= fails - 1) {
+      const uint32_t b = g + static_cast<uint32_t>(__builtin_ctz(fails));
+      bad += EncodeBlockOther<kCeil>(src, b, dst + b * 32, dst + dim + b);
     }
-    for (uint32_t todo = fails; todo != 0; todo &= todo - 1)
-      bad += EncodeGroup8<kCeil>(src, dim, g + static_cast<uint32_t>(__builtin_ctz(todo)), 1, dst);
   }
   for (; g < blocks; g += 8) bad += EncodeGroup8<kCeil>(src, dim, g, blocks - g < 8 ? blocks - g : 8, dst);
   return bad;

@@ -7,7 +7,7 @@
 // transposing max/min steps. The group takes this path only when every
 // block's amax is finite, its scale byte s is at least 7 and its smallest
 // magnitude is at least 2^(s - 133) (the E4M3 normal range; this also rules
-// out zeros and FP32/BF16 subnormals); otherwise EncodeGroup8 redoes it.
+// out zeros and FP32/BF16 subnormals); the caller redoes the other blocks.
 //
 // Pass 2, per element, in one integer pipeline on the raw bits (sign
 // included), for FP32 (BF16: shifts 4 instead of 20, masks 0x8801):
@@ -70,6 +70,20 @@ struct MinU16 { SWA_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const {
 struct MaxI32 { SWA_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_max_epi32(a, b); } };
 struct MinI32 { SWA_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_min_epi32(a, b); } };
 
+// The per-block constants are then read with vpbroadcastd from memory (a
+// load) rather than extracted from the stored vectors with shuffles, which
+// the compiler would otherwise do: shuffle ports are this loop's bottleneck.
+SWA_AVX2_INLINE void LoadFromMemory(int32_t (&c)[16], int32_t (&top)[16]) {
+  asm("" : "+m"(c), "+m"(top));
+}
+
+// The stored scale bytes for every block, declined ones included (their
+// encoder reads them): s clamped to [0, 254], 0xFF for a non-finite amax.
+SWA_AVX2_INLINE __m256i ClampScales(__m256i s, __m256i nonfinite) {
+  s = _mm256_min_epi16(_mm256_max_epi16(s, _mm256_setzero_si256()), _mm256_set1_epi16(254));
+  return _mm256_or_si256(s, _mm256_and_si256(nonfinite, _mm256_set1_epi16(0xFF)));
+}
+
 // 16 scale bytes (16-bit lanes in block order, values 0-255) to memory.
 SWA_AVX2_INLINE void StoreScales16(__m256i s, uint8_t* scales) {
   const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(s, s), 0x08);
@@ -77,8 +91,8 @@ SWA_AVX2_INLINE void StoreScales16(__m256i s, uint8_t* scales) {
 }
 
 // BF16: 16 elements per vector, two per block.
-// Returns the mask of blocks that do not qualify; their codes and scale
-// bytes are garbage, for the caller to redo.
+// Writes every block's scale byte; returns the mask of blocks that do not
+// qualify, whose codes are garbage, for the caller to redo.
 template <bool kCeil>
 SWA_AVX2_INLINE uint32_t EncodeGroup16Bf16(const uint16_t* p, uint8_t* codes, uint8_t* scales) {
   auto load = [p](int i) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * i)); };
@@ -112,7 +126,7 @@ SWA_AVX2_INLINE uint32_t EncodeGroup16Bf16(const uint16_t* p, uint8_t* codes, ui
   // One bit per block: bytes 0-7 and 16-23 of the packed mask.
   const uint32_t packed = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_packs_epi16(ok, ok)));
   const uint32_t fails = ~((packed & 0xFFu) | ((packed >> 8) & 0xFF00u)) & 0xFFFFu;
-  StoreScales16(s, scales);
+  StoreScales16(ClampScales(s, _mm256_cmpgt_epi16(amax, _mm256_set1_epi16(0x7F7F))), scales);
   // Per-block constants as 32-bit pairs; unpacklo/hi leave blocks 0-3, 8-11
   // and 4-7, 12-15 in their halves: block j is at Slot(j).
   auto slot = [](int j) { return (j & 3) | ((j & 4) << 1) | ((j & 8) >> 1); };
@@ -126,6 +140,7 @@ SWA_AVX2_INLINE uint32_t EncodeGroup16Bf16(const uint16_t* p, uint8_t* codes, ui
     _mm256_store_si256(reinterpret_cast<__m256i*>(top), _mm256_unpacklo_epi16(m16, m16));
     _mm256_store_si256(reinterpret_cast<__m256i*>(top + 8), _mm256_unpackhi_epi16(m16, m16));
   }
+  LoadFromMemory(c, top);
   const __m256i sign_odd = _mm256_set1_epi16(static_cast<short>(0x8801));
 #pragma GCC unroll 16
   for (int j = 0; j < 16; ++j) {
@@ -192,7 +207,11 @@ SWA_AVX2_INLINE uint32_t EncodeGroup16F32(const float* p, uint8_t* codes, uint8_
         _mm256_cmpgt_epi32(amin[half], lowest_less1));
     ok |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(fits))) << (8 * half);
   }
-  StoreScales16(_mm256_permute4x64_epi64(_mm256_packus_epi32(s[0], s[1]), 0xD8), scales);
+  const __m256i nonfinite = _mm256_packs_epi32(_mm256_cmpgt_epi32(amax[0], _mm256_set1_epi32(0x7F7FFFFF)),
+                                               _mm256_cmpgt_epi32(amax[1], _mm256_set1_epi32(0x7F7FFFFF)));
+  StoreScales16(ClampScales(_mm256_permute4x64_epi64(_mm256_packs_epi32(s[0], s[1]), 0xD8),
+                            _mm256_permute4x64_epi64(nonfinite, 0xD8)),
+                scales);
   alignas(32) int32_t c[16], top[16];
 #pragma GCC unroll 2
   for (int half = 0; half < 2; ++half) {
@@ -204,6 +223,7 @@ SWA_AVX2_INLINE uint32_t EncodeGroup16F32(const float* p, uint8_t* codes, uint8_
                          _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(s[half], _mm256_set1_epi32(8)), 23),
                                          _mm256_set1_epi32(0x600000)));
   }
+  LoadFromMemory(c, top);
   const __m256i sign_odd = _mm256_set1_epi32(static_cast<int>(0x88000001u));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // the packs' dword order
 #pragma GCC unroll 16

@@ -1,7 +1,6 @@
 // The SIMD encoders' paths for whole groups of blocks (AVX2: 16 blocks of a
-// 512-value stretch, taken only when every block qualifies; declined blocks
-// are redone one at a time, or the whole group) against the scalar
-// reference, byte for byte. Groups are built so that most blocks qualify,
+// 512-value stretch, whose declined blocks are redone one at a time on
+// another path) against the scalar reference, byte for byte. Groups are built so that most blocks qualify,
 // then one or more blocks are pushed across each limit of the path: the
 // smallest magnitude 2^(s - 133) (exactly on it, half of it, one ulp below,
 // zeros of both signs, subnormals), scale bytes below 7, NaN/Inf among
@@ -123,7 +122,7 @@ TEST_P(GroupPath, EveryLimitOfTheGroupPath) {
         case 4: v[9] = 0.0f; break;
         case 5: v[9] = -0.0f; break;
         case 6: v[9] = test::FromBits(1); break;  // the smallest subnormal
-        case 7:                                   // four blocks with a zero: whole-group fallback
+        case 7:                                   // four blocks with a zero
           for (int k = 0; k < 4; ++k) g[((one + 5 * k) % 16) * 32 + k] = k % 2 ? -0.0f : 0.0f;
           break;
         case 8:  // a block of scale byte 3
