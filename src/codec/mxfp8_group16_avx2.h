@@ -73,9 +73,7 @@ struct MinI32 { SWA_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const {
 // The per-block constants are then read with vpbroadcastd from memory (a
 // load) rather than extracted from the stored vectors with shuffles, which
 // the compiler would otherwise do: shuffle ports are this loop's bottleneck.
-SWA_AVX2_INLINE void LoadFromMemory(int32_t (&c)[16], int32_t (&top)[16]) {
-  asm("" : "+m"(c), "+m"(top));
-}
+SWA_AVX2_INLINE void LoadFromMemory(int32_t (&c)[16]) { asm("" : "+m"(c)); }
 
 // The stored scale bytes for every block, declined ones included (their
 // encoder reads them): s clamped to [0, 254], 0xFF for a non-finite amax.
@@ -140,7 +138,8 @@ SWA_AVX2_INLINE uint32_t EncodeGroup16Bf16(const uint16_t* p, uint8_t* codes, ui
     _mm256_store_si256(reinterpret_cast<__m256i*>(top), _mm256_unpacklo_epi16(m16, m16));
     _mm256_store_si256(reinterpret_cast<__m256i*>(top + 8), _mm256_unpackhi_epi16(m16, m16));
   }
-  LoadFromMemory(c, top);
+  LoadFromMemory(c);
+  if (!kCeil) LoadFromMemory(top);
   const __m256i sign_odd = _mm256_set1_epi16(static_cast<short>(0x8801));
 #pragma GCC unroll 16
   for (int j = 0; j < 16; ++j) {
@@ -223,7 +222,8 @@ SWA_AVX2_INLINE uint32_t EncodeGroup16F32(const float* p, uint8_t* codes, uint8_
                          _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(s[half], _mm256_set1_epi32(8)), 23),
                                          _mm256_set1_epi32(0x600000)));
   }
-  LoadFromMemory(c, top);
+  LoadFromMemory(c);
+  if (!kCeil) LoadFromMemory(top);
   const __m256i sign_odd = _mm256_set1_epi32(static_cast<int>(0x88000001u));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // the packs' dword order
 #pragma GCC unroll 16
