@@ -70,60 +70,89 @@ SWA_AVX2_INLINE void DecodeToF32(__m256i codes, uint8_t scale, __m256 out[4]) {
 // subnormal codes, NaN codes, extreme scales) take the F16C path or the
 // scalar reference, one block at a time.
 
-// Lanes set where a code is NaN or has exponent field 0: x = (code + 1) & 0x7F
-// is 0 for a NaN code and 1-8 for exponent field 0.
-SWA_AVX2_INLINE __m256i NotIntegerCodes(__m256i codes) {
-  const __m256i x = _mm256_and_si256(_mm256_add_epi8(codes, _mm256_set1_epi8(1)),
-                                     _mm256_set1_epi8(0x7F));
-  return _mm256_cmpgt_epi8(_mm256_set1_epi8(9), x);
+// x = (code + 1) & 0x7F is 0 for a NaN code, 1-8 for exponent field 0 and
+// 9-127 for the codes of the integer path.
+SWA_AVX2_INLINE __m256i IntegerKey(__m256i codes) {
+  return _mm256_and_si256(_mm256_add_epi8(codes, _mm256_set1_epi8(1)), _mm256_set1_epi8(0x7F));
 }
 
 SWA_AVX2_INLINE bool IntegerScale(uint8_t scale) { return static_cast<uint8_t>(scale - 7) <= 239; }
 
 SWA_AVX2_INLINE bool IntegerBlock(__m256i codes, uint8_t scale) {
-  return IntegerScale(scale) && _mm256_movemask_epi8(NotIntegerCodes(codes)) == 0;
+  const __m256i not_integer = _mm256_cmpgt_epi8(_mm256_set1_epi8(9), IntegerKey(codes));
+  return IntegerScale(scale) && _mm256_movemask_epi8(not_integer) == 0;
 }
 
 // The 16 blocks of codes at `codes` and their scale bytes all take the
-// integer path; then bias[j] = (scale_j - 7) << 7, the exponent bias in BF16
-// position.
-SWA_AVX2_INLINE bool IntegerGroup(const uint8_t* codes, const uint8_t* scales, uint16_t bias[16]) {
-  __m256i bad = _mm256_setzero_si256();
+// integer path (the smallest key of the 256 codes is at least 9); then
+// bias[j] holds (scale_j - 7) << 7, the exponent bias in BF16 position, in
+// both of its 16-bit halves.
+SWA_AVX2_INLINE bool IntegerGroup(const uint8_t* codes, const uint8_t* scales, int32_t bias[16]) {
+  __m256i low = _mm256_set1_epi8(0x7F);
+#pragma GCC unroll 16
   for (int j = 0; j < 16; ++j)
-    bad = _mm256_or_si256(bad, NotIntegerCodes(_mm256_loadu_si256(
+    low = _mm256_min_epu8(low, IntegerKey(_mm256_loadu_si256(
                                    reinterpret_cast<const __m256i*>(codes + j * kBlk))));
+  const __m256i not_integer = _mm256_cmpgt_epi8(_mm256_set1_epi8(9), low);
   const __m128i s = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)),
                                  _mm_set1_epi8(7));
   const __m128i in_range = _mm_cmpeq_epi8(_mm_min_epu8(s, _mm_set1_epi8(static_cast<char>(239))), s);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(bias),
-                      _mm256_slli_epi16(_mm256_cvtepu8_epi16(s), 7));
-  return _mm_movemask_epi8(in_range) == 0xFFFF && _mm256_testz_si256(bad, bad);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m256i b = _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(s, 8 * h)), 7);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bias + 8 * h), _mm256_or_si256(b, _mm256_slli_epi32(b, 16)));
+  }
+  return _mm_movemask_epi8(in_range) == 0xFFFF && _mm256_testz_si256(not_integer, not_integer);
+}
+
+// `n` (at most 32) blocks from block b0, each checked on its own: integer
+// path blocks through `fast` in this loop, the others afterwards through
+// `slow` (a call in the loop would make it reload its constants).
+template <typename Out, typename Fast, typename Slow>
+SWA_AVX2_INLINE uint32_t DecodeBlocks(const uint8_t* src, uint32_t dim, uint32_t b0, uint32_t n,
+                                      Out* dst, Fast fast, Slow slow) {
+  uint32_t others = 0, bad = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    const size_t b = b0 + j;
+    const uint8_t scale = src[dim + b];
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * kBlk));
+    if (__builtin_expect(IntegerBlock(codes, scale), 1))
+      fast(src + b * kBlk, _mm256_set1_epi16(static_cast<short>((scale - 7) << 7)), dst + b * kBlk);
+    else
+      others |= 1u << j;
+  }
+  for (; others != 0; others &= others - 1) {
+    const size_t b = b0 + static_cast<uint32_t>(__builtin_ctz(others));
+    bad += slow(src + b * kBlk, src[dim + b], dst + b * kBlk);
+  }
+  return bad;
 }
 
 // Row loop shared by both outputs: groups of 16 integer-path blocks through
-// `fast` (codes, bias, out) without per-block checks; other blocks one at a
-// time, through `fast` or `slow` (codes, scale, out).
+// `fast` (codes, bias vector, out) without per-block checks; the blocks of
+// other groups and the row's last blocks one at a time, through `fast` or
+// `slow` (codes, scale, out).
 template <typename Out, typename Fast, typename Slow>
 SWA_AVX2_INLINE uint32_t DecodeRow(const uint8_t* src, uint32_t dim, Out* dst, Fast fast,
                                    Slow slow) {
   const uint32_t blocks = dim / kBlk;
   uint32_t bad = 0;
   uint32_t b = 0;
-  alignas(32) uint16_t bias[16];
+  alignas(32) int32_t bias[16];
   for (; b + 16 <= blocks; b += 16) {
-    if (!IntegerGroup(src + b * kBlk, src + dim + b, bias)) break;
-    for (uint32_t j = 0; j < 16; ++j) fast(src + (b + j) * kBlk, bias[j], dst + (b + j) * kBlk);
+    const uint8_t* in = src + size_t{b} * kBlk;
+    Out* out = dst + size_t{b} * kBlk;
+    if (__builtin_expect(IntegerGroup(in, src + dim + b, bias), 1)) {
+      // Broadcast each bias from memory (a load), not out of the stored
+      // vector with shuffles, which the compiler would otherwise do.
+      asm("" : "+m"(bias));
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) fast(in + j * kBlk, _mm256_set1_epi32(bias[j]), out + j * kBlk);
+    } else {
+      bad += DecodeBlocks(src, dim, b, 16, dst, fast, slow);
+    }
   }
-  for (; b < blocks; ++b) {
-    const uint8_t scale = src[dim + b];
-    const uint8_t* in = src + b * kBlk;
-    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
-    if (__builtin_expect(IntegerBlock(codes, scale), 1))
-      fast(in, static_cast<uint16_t>((scale - 7) << 7), dst + b * kBlk);
-    else
-      bad += slow(in, scale, dst + b * kBlk);
-  }
-  return bad;
+  return bad + DecodeBlocks(src, dim, b, blocks - b, dst, fast, slow);
 }
 
 // BF16 patterns of 16 codes: vpmovsxbw leaves the code's low 7 bits at the
@@ -153,10 +182,9 @@ __attribute__((noinline)) uint32_t SlowBlockF32(const uint8_t* in, uint8_t scale
 }
 
 uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
-  return DecodeRow(src, dim, dst, [](const uint8_t* in, uint16_t bias, float* out) {
+  return DecodeRow(src, dim, dst, [](const uint8_t* in, __m256i b, float* out) {
     // FP32 pattern = BF16 pattern << 16 (the values have 4 significant bits).
     const __m256i zero = _mm256_setzero_si256();
-    const __m256i b = _mm256_set1_epi16(static_cast<short>(bias));
     const __m256i lo = Bf16FromCodes(in, b);       // elements 0-15
     const __m256i hi = Bf16FromCodes(in + 16, b);  // elements 16-31
     // The in-lane unpacks give 0-3 | 8-11 and 4-7 | 12-15: put the halves back.
@@ -204,8 +232,7 @@ __attribute__((noinline)) uint32_t SlowBlockBf16(const uint8_t* in, uint8_t scal
 }
 
 uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
-  return DecodeRow(src, dim, dst, [](const uint8_t* in, uint16_t bias, uint16_t* out) {
-    const __m256i b = _mm256_set1_epi16(static_cast<short>(bias));
+  return DecodeRow(src, dim, dst, [](const uint8_t* in, __m256i b, uint16_t* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Bf16FromCodes(in, b));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), Bf16FromCodes(in + 16, b));
   }, SlowBlockBf16);

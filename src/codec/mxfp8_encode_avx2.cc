@@ -27,6 +27,8 @@
 
 #include <cstring>
 
+#include "codec/mxfp8_group16_avx2.h"
+
 namespace swa::codec {
 namespace {
 
@@ -240,55 +242,83 @@ __attribute__((noinline)) uint32_t EncodeBlockOther(const Src& src, uint32_t blo
   return 0;
 }
 
+// One group of `count` (1-8) blocks starting at block g, any data: scale
+// bytes, then each block on the integer path, the F16C path or the scalar
+// reference. Out of line: it runs for groups the 16-block path declines and
+// for a row's last blocks.
+template <bool kCeil, typename Src>
+__attribute__((noinline)) uint32_t EncodeGroup8(const Src& src, uint32_t dim, uint32_t g,
+                                                uint32_t count, uint8_t* dst) {
+  uint32_t bad = 0;
+  alignas(32) uint32_t bias[8];
+  __m256i amax, min_less1;
+  src.GroupStats(g, count, &amax, &min_less1);
+  const __m256i scale = ScaleBytes<kCeil>(amax);
+  // Integer path: scale in [7, 245] and no magnitude in (0, 2^(scale - 133)),
+  // i.e. min(magnitude - 1) >= ((scale - 6) << 23) - 1, unsigned.
+  const __m256i lowest = _mm256_sub_epi32(
+      _mm256_slli_epi32(_mm256_sub_epi32(scale, _mm256_set1_epi32(6)), 23), _mm256_set1_epi32(1));
+  const __m256i fits = _mm256_and_si256(
+      _mm256_and_si256(_mm256_cmpgt_epi32(scale, _mm256_set1_epi32(6)),
+                       _mm256_cmpgt_epi32(_mm256_set1_epi32(246), scale)),
+      _mm256_cmpeq_epi32(_mm256_max_epu32(min_less1, lowest), min_less1));
+  const int integer = _mm256_movemask_ps(_mm256_castsi256_ps(fits));
+  const __m256i b = _mm256_slli_epi32(_mm256_sub_epi32(scale, _mm256_set1_epi32(7)), 3);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(bias), _mm256_or_si256(b, _mm256_slli_epi32(b, 16)));
+  // Scale bytes: lanes 0-3 and 4-7 packed to bytes 0-3 of each 128-bit half.
+  const __m256i packed = _mm256_packus_epi16(_mm256_packus_epi32(scale, scale), scale);
+  const uint64_t scale_bytes =
+      static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_castsi256_si128(packed))) |
+      static_cast<uint64_t>(static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(packed, 1))))
+          << 32;
+  std::memcpy(dst + dim + g, &scale_bytes, count);
+  if (integer == 0xFF && count == 8) {  // every block on the integer path, unrolled
+#pragma GCC unroll 8
+    for (uint32_t j = 0; j < 8; ++j)
+      EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
+                                dst + (g + j) * 32);
+    return 0;
+  }
+  const unsigned in_group = (1u << count) - 1;
+  for (unsigned todo = integer & in_group; todo != 0; todo &= todo - 1) {
+    const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
+    EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
+                              dst + (g + j) * 32);
+  }
+  for (unsigned todo = ~integer & in_group; todo != 0; todo &= todo - 1) {
+    const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
+    bad += EncodeBlockOther<kCeil>(src, g + j, dst + (g + j) * 32, dst + dim + g + j);
+  }
+  return bad;
+}
+
+// Groups of 16 blocks go through EncodeGroup16 (mxfp8_group16_avx2.h),
+// which writes all 16 scale bytes; the blocks it declines (a zero or a
+// magnitude below the E4M3 normal range, NaN/Inf, a scale byte under 7) are
+// redone by EncodeBlockOther. The row's last blocks (dims not a multiple of
+// 512) go through EncodeGroup8.
+template <bool kCeil>
+SWA_AVX2_INLINE uint32_t EncodeGroup16(const F32Source& src, uint32_t g, uint8_t* codes, uint8_t* scales) {
+  return EncodeGroup16F32<kCeil>(src.p + g * 32, codes, scales);
+}
+
+template <bool kCeil>
+SWA_AVX2_INLINE uint32_t EncodeGroup16(const Bf16Source& src, uint32_t g, uint8_t* codes, uint8_t* scales) {
+  return EncodeGroup16Bf16<kCeil>(src.p + g * 32, codes, scales);
+}
+
 template <bool kCeil, typename Src>
 SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
   const uint32_t blocks = dim / 32;
-  uint32_t bad = 0;
-  alignas(32) uint32_t bias[8];
-  for (uint32_t g = 0; g < blocks; g += 8) {
-    const uint32_t count = blocks - g < 8 ? blocks - g : 8;
-    __m256i amax, min_less1;
-    src.GroupStats(g, count, &amax, &min_less1);
-    const __m256i scale = ScaleBytes<kCeil>(amax);
-    // Integer path: scale in [7, 245] and no magnitude in (0, 2^(scale - 133)),
-    // i.e. min(magnitude - 1) >= ((scale - 6) << 23) - 1, unsigned.
-    const __m256i lowest = _mm256_sub_epi32(
-        _mm256_slli_epi32(_mm256_sub_epi32(scale, _mm256_set1_epi32(6)), 23), _mm256_set1_epi32(1));
-    const __m256i fits = _mm256_and_si256(
-        _mm256_and_si256(_mm256_cmpgt_epi32(scale, _mm256_set1_epi32(6)),
-                         _mm256_cmpgt_epi32(_mm256_set1_epi32(246), scale)),
-        _mm256_cmpeq_epi32(_mm256_max_epu32(min_less1, lowest), min_less1));
-    const int integer = _mm256_movemask_ps(_mm256_castsi256_ps(fits));
-    const __m256i b = _mm256_slli_epi32(_mm256_sub_epi32(scale, _mm256_set1_epi32(7)), 3);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(bias), _mm256_or_si256(b, _mm256_slli_epi32(b, 16)));
-    // Scale bytes: lanes 0-3 and 4-7 packed to bytes 0-3 of each 128-bit half.
-    const __m256i packed = _mm256_packus_epi16(_mm256_packus_epi32(scale, scale), scale);
-    const uint64_t scale_bytes =
-        static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_castsi256_si128(packed))) |
-        static_cast<uint64_t>(static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(packed, 1))))
-            << 32;
-    if (count == 8)
-      std::memcpy(dst + dim + g, &scale_bytes, 8);
-    else
-      std::memcpy(dst + dim + g, &scale_bytes, count);
-    const unsigned in_group = (1u << count) - 1;
-    if (integer == 0xFF && count == 8) {  // the common case, unrolled
-#pragma GCC unroll 8
-      for (uint32_t j = 0; j < 8; ++j)
-        EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
-                                  dst + (g + j) * 32);
-      continue;
-    }
-    for (unsigned todo = integer & in_group; todo != 0; todo &= todo - 1) {
-      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
-      EncodeBlockInteger<kCeil>(src, g + j, _mm256_set1_epi32(static_cast<int>(bias[j])),
-                                dst + (g + j) * 32);
-    }
-    for (unsigned todo = ~integer & in_group; todo != 0; todo &= todo - 1) {
-      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(todo));
-      bad += EncodeBlockOther<kCeil>(src, g + j, dst + (g + j) * 32, dst + dim + g + j);
+  uint32_t bad = 0, g = 0;
+  for (; g + 16 <= blocks; g += 16) {
+    uint32_t fails = EncodeGroup16<kCeil>(src, g, dst + g * 32, dst + dim + g);
+    for (; __builtin_expect(fails != 0, 0); fails &= fails - 1) {
+      const uint32_t b = g + static_cast<uint32_t>(__builtin_ctz(fails));
+      bad += EncodeBlockOther<kCeil>(src, b, dst + b * 32, dst + dim + b);
     }
   }
+  for (; g < blocks; g += 8) bad += EncodeGroup8<kCeil>(src, dim, g, blocks - g < 8 ? blocks - g : 8, dst);
   return bad;
 }
 
