@@ -97,9 +97,11 @@ SWA_AVX2_INLINE bool IntegerGroup(const uint8_t* codes, const uint8_t* scales, i
   const __m128i s = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)),
                                  _mm_set1_epi8(7));
   const __m128i in_range = _mm_cmpeq_epi8(_mm_min_epu8(s, _mm_set1_epi8(static_cast<char>(239))), s);
+  // Scales 0-7, then 8-15 (the shift is an immediate: no loop over it).
+  const __m128i halves[2] = {s, _mm_srli_si128(s, 8)};
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
-    const __m256i b = _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(s, 8 * h)), 7);
+    const __m256i b = _mm256_slli_epi32(_mm256_cvtepu8_epi32(halves[h]), 7);
     _mm256_store_si256(reinterpret_cast<__m256i*>(bias + 8 * h), _mm256_or_si256(b, _mm256_slli_epi32(b, 16)));
   }
   return _mm_movemask_epi8(in_range) == 0xFFFF && _mm256_testz_si256(not_integer, not_integer);
