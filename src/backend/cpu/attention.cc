@@ -255,6 +255,18 @@ Blocking ChooseBlocking(const AttentionShape& shape, const SeqProblem* problems,
   const int d = shape.head_dim;
   const int ratio = shape.q_heads / shape.kv_heads;
   int rows = std::clamp(kBlockFloats / d / kTileRows * kTileRows, kMinBlockRows, kMaxBlockRows);
+  // One KV head and every problem's keys in one chunk of a double-size block:
+  // Q is read and O written in place (no block-sized buffers), so the block
+  // may be twice as tall, and each sequence's keys are decoded and packed
+  // half as often (once for a DeepSeek-V4-like decode step's 6 x 64 rows).
+  if (shape.kv_heads == 1) {
+    const int tall = 2 * rows;
+    const int tall_chunk = std::min({kMaxChunkKeys, kKtFloats / d, kScoreFloats / tall});
+    bool one_chunk = true;
+    for (int p = 0; p < n_problems && one_chunk; ++p)
+      one_chunk = problems[p].n_keys <= tall_chunk / kTileCols * kTileCols;
+    if (one_chunk) rows = tall;
+  }
   // Enough blocks for the threads to balance; smaller blocks repack K^T more.
   while (threads > 1 && rows > kMinBlockRows &&
          CountTasks(problems, n_problems, ratio, shape.kv_heads, rows, nullptr) < 4 * threads) {
