@@ -122,21 +122,12 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
     q = qs;
   }
 
-  const int span = hull.begin < hull.end ? hull.end - hull.begin : 0;
-  const int n_chunks = span > 0 ? CeilDiv(span, blocking.chunk_keys) : 0;
-  // In place: with one KV head the block's output rows are consecutive rows
-  // of pr.out too, and with one key chunk every row's denominator l is final
-  // once the softmax has run. P.V then writes the output rows directly, tile
-  // by tile, and each tile's rows are divided by l while still in L1: no O
-  // buffer to clear, no final pass over the rows (the same bits).
-  const bool in_place = q_in_place && n_chunks == 1;
-  float* o;
-  if (in_place) {
-    o = pr.out + static_cast<ptrdiff_t>(row0) * d;
-  } else {
-    o = ws.o.Get(static_cast<size_t>(rows) * d);
-    std::memset(o, 0, sizeof(float) * rows * d);
-  }
+  // In place or through the O buffer (no copy, no final pass over the rows
+  // for an MQA decode step: SetUpOutput).
+  const BlockOutput out = SetUpOutput(pr, hull, row0, rows, d, q_in_place, blocking, ws);
+  const int span = out.span, n_chunks = out.n_chunks;
+  const bool in_place = out.in_place;
+  float* const o = out.o;
 
   if (n_chunks > 0) {
     const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);

@@ -45,18 +45,12 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
     q = qc;
   }
 
-  const int span = hull.begin < hull.end ? hull.end - hull.begin : 0;
-  const int n_chunks = span > 0 ? CeilDiv(span, blocking.chunk_keys) : 0;
-  // In place as in the FP32 driver (attention.cc, RunBlock): P.V into the
-  // output rows tile by tile, each tile's rows divided by l while in L1.
-  const bool in_place = q_in_place && n_chunks == 1;
-  float* o;
-  if (in_place) {
-    o = pr.out + static_cast<ptrdiff_t>(row0) * d;
-  } else {
-    o = ws.o.Get(static_cast<size_t>(rows) * d);
-    std::memset(o, 0, sizeof(float) * rows * d);
-  }
+  // In place or through the O buffer (no copy, no final pass over the rows
+  // for an MQA decode step: SetUpOutput).
+  const BlockOutput out = SetUpOutput(pr, hull, row0, rows, d, q_in_place, blocking, ws);
+  const int span = out.span, n_chunks = out.n_chunks;
+  const bool in_place = out.in_place;
+  float* const o = out.o;
 
   if (n_chunks > 0) {
     const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);

@@ -246,6 +246,33 @@ inline void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shap
   }
 }
 
+// Where a block accumulates its outputs. In place (one KV head: the block's
+// output rows are consecutive rows of pr.out; one key chunk: every row's
+// denominator is final once the chunk's softmax has run): P.V writes pr.out
+// directly, tile by tile, and each tile's rows are divided by l while still
+// in L1 (NormaliseRows). Otherwise a cleared O buffer that WriteRows
+// normalises into pr.out.
+struct BlockOutput {
+  int span = 0;      // keys of the block's hull
+  int n_chunks = 0;  // key chunks (0: no keys at all)
+  bool in_place = false;
+  float* o = nullptr;  // row i at o + i * d
+};
+inline BlockOutput SetUpOutput(const SeqProblem& pr, Range hull, int row0, int rows, int d,
+                               bool q_in_place, const Blocking& blocking, Workspace& ws) {
+  BlockOutput out;
+  out.span = hull.begin < hull.end ? hull.end - hull.begin : 0;
+  out.n_chunks = out.span > 0 ? CeilDiv(out.span, blocking.chunk_keys) : 0;
+  out.in_place = q_in_place && out.n_chunks == 1;
+  if (out.in_place) {
+    out.o = pr.out + static_cast<ptrdiff_t>(row0) * d;
+  } else {
+    out.o = ws.o.Get(static_cast<size_t>(rows) * d);
+    std::memset(out.o, 0, sizeof(float) * rows * d);
+  }
+  return out;
+}
+
 // Rows [r0, r0 + n) of a block's output, written in place at o (row i at
 // o + i * d), divided by their final denominators: the same bits WriteRows
 // gives from an O buffer (l == 0: a row with no key and no sink, all zero).
