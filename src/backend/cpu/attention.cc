@@ -209,19 +209,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
           accumulate = true;
         }
       };
-      if (in_place) {
-        // Tile by tile: each output row is written once, front to back (a
-        // cold row written 64 bytes at a time across the tiles stalls on
-        // every line); the V slabs come from L2.
-        for (int tile = 0; tile < tiles; ++tile) {
-          for (int j = 0; j < d; j += kTileCols) pv(tile, j);
-          NormaliseRows(kn, o, d, ws.tile_row0[tile], ws.tile_rows[tile], ws);
-        }
-      } else {
-        // A 16-column V slab stays hot in L1 across the tiles.
-        for (int j = 0; j < d; j += kTileCols)
-          for (int tile = 0; tile < tiles; ++tile) pv(tile, j);
-      }
+      RunPv(kn, in_place, /*clear=*/false, tiles, d, o, ws, pv);
     }
   }
 

@@ -126,19 +126,7 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
                      o + static_cast<ptrdiff_t>(r0) * d + j, d);
         }
       };
-      if (in_place) {
-        // gemm_pv accumulates: each tile's output rows are cleared right
-        // before its P.V (12 KiB at D = 512, in L1 until normalised).
-        for (int tile = 0; tile < tiles; ++tile) {
-          std::memset(o + static_cast<ptrdiff_t>(ws.tile_row0[tile]) * d, 0,
-                      sizeof(float) * ws.tile_rows[tile] * d);
-          for (int j = 0; j < d; j += kTileCols) pv(tile, j);
-          NormaliseRows(kn, o, d, ws.tile_row0[tile], ws.tile_rows[tile], ws);
-        }
-      } else {
-        for (int j = 0; j < d; j += kTileCols)
-          for (int tile = 0; tile < tiles; ++tile) pv(tile, j);
-      }
+      RunPv(kn, in_place, /*clear=*/true, tiles, d, o, ws, pv);  // gemm_pv accumulates
     }
   }
 
