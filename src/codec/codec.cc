@@ -27,6 +27,14 @@ uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint
   uint64_t bad = 0;
   const bool ceil = mode == ScaleMode::kCeil;
   const bool bf16_in = src.dtype == Dtype::kBf16;
+  if (format == Format::kMxfp8) {
+    if (bf16_in && k.mxfp8_encode_bf16_rows != nullptr)
+      return k.mxfp8_encode_bf16_rows(static_cast<const uint16_t*>(src.data), src.stride, dim, n, ceil,
+                                      dst.base, dst.stride);
+    if (!bf16_in && k.mxfp8_encode_f32_rows != nullptr)
+      return k.mxfp8_encode_f32_rows(static_cast<const float*>(src.data), src.stride, dim, n, ceil,
+                                     dst.base, dst.stride);
+  }
   for (size_t i = 0; i < n; ++i) {
     uint8_t* out = dst.Row(i);
     if (bf16_in) {
@@ -52,6 +60,14 @@ uint64_t DecodeRowsWith(const RowKernels& k, Format format, uint32_t dim, size_t
                         const SrcRows& src, const MutableVectors& dst) {
   uint64_t bad = 0;
   const bool bf16_out = dst.dtype == Dtype::kBf16;
+  if (format == Format::kMxfp8) {
+    if (bf16_out && k.mxfp8_decode_bf16_rows != nullptr)
+      return k.mxfp8_decode_bf16_rows(src.base, src.stride, dim, n, static_cast<uint16_t*>(dst.data),
+                                      dst.stride);
+    if (!bf16_out && k.mxfp8_decode_f32_rows != nullptr)
+      return k.mxfp8_decode_f32_rows(src.base, src.stride, dim, n, static_cast<float*>(dst.data),
+                                     dst.stride);
+  }
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* in = src.Row(i);
     if (bf16_out) {

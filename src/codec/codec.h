@@ -66,6 +66,19 @@ struct RowKernels {
   uint32_t (*f32_to_bf16)(const float* src, uint32_t dim, uint16_t* dst);
   uint32_t (*bf16_to_f32)(const uint16_t* src, uint32_t dim, float* dst);
   uint32_t (*bf16_to_bf16)(const uint16_t* src, uint32_t dim, uint16_t* dst);
+  // Optional (nullptr: EncodeRowsWith/DecodeRowsWith call the row kernels
+  // above row by row): MXFP8 for n rows at once, the same bytes as n calls
+  // of the row kernel. Row i is at src + i * src_stride and dst + i *
+  // dst_stride (elements for FP32/BF16 vectors, bytes for stored rows). One
+  // call keeps the row kernel's setup and constants out of the per-row cost.
+  uint64_t (*mxfp8_encode_f32_rows)(const float* src, size_t src_stride, uint32_t dim, size_t n,
+                                    bool ceil, uint8_t* dst, size_t dst_stride);
+  uint64_t (*mxfp8_encode_bf16_rows)(const uint16_t* src, size_t src_stride, uint32_t dim, size_t n,
+                                     bool ceil, uint8_t* dst, size_t dst_stride);
+  uint64_t (*mxfp8_decode_f32_rows)(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n,
+                                    float* dst, size_t dst_stride);
+  uint64_t (*mxfp8_decode_bf16_rows)(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n,
+                                     uint16_t* dst, size_t dst_stride);
 };
 
 const RowKernels& ScalarKernels();

@@ -107,6 +107,39 @@ SWA_AVX2_INLINE bool IntegerGroup(const uint8_t* codes, const uint8_t* scales, i
   return _mm_movemask_epi8(in_range) == 0xFFFF && _mm256_testz_si256(not_integer, not_integer);
 }
 
+// For a group that IntegerGroup declines: bit j set when block j must take
+// `slow` (a key under 9 among its codes or a scale byte outside [7, 246]).
+// Each block's smallest key comes out of one transposing minimum over the
+// 16 key vectors (bytes, then 16-, 32- and 64-bit units, then the halves),
+// which leaves block j in byte j.
+SWA_AVX2_INLINE uint32_t SlowBlocks(const uint8_t* codes, const uint8_t* scales) {
+  __m256i k[16];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j)
+    k[j] = IntegerKey(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + j * kBlk)));
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j)
+    k[j] = _mm256_min_epu8(_mm256_unpacklo_epi8(k[2 * j], k[2 * j + 1]),
+                           _mm256_unpackhi_epi8(k[2 * j], k[2 * j + 1]));
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j)
+    k[j] = _mm256_min_epu8(_mm256_unpacklo_epi16(k[2 * j], k[2 * j + 1]),
+                           _mm256_unpackhi_epi16(k[2 * j], k[2 * j + 1]));
+#pragma GCC unroll 2
+  for (int j = 0; j < 2; ++j)
+    k[j] = _mm256_min_epu8(_mm256_unpacklo_epi32(k[2 * j], k[2 * j + 1]),
+                           _mm256_unpackhi_epi32(k[2 * j], k[2 * j + 1]));
+  const __m256i q = _mm256_min_epu8(_mm256_unpacklo_epi64(k[0], k[1]), _mm256_unpackhi_epi64(k[0], k[1]));
+  const __m128i low = _mm_min_epu8(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  const __m128i s = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)),
+                                 _mm_set1_epi8(7));
+  const __m128i bad = _mm_or_si128(
+      _mm_cmpgt_epi8(_mm_set1_epi8(9), low),
+      _mm_xor_si128(_mm_cmpeq_epi8(_mm_min_epu8(s, _mm_set1_epi8(static_cast<char>(239))), s),
+                    _mm_set1_epi8(-1)));
+  return static_cast<uint32_t>(_mm_movemask_epi8(bad));
+}
+
 // `n` (at most 32) blocks from block b0, each checked on its own: integer
 // path blocks through `fast` in this loop, the others afterwards through
 // `slow` (a call in the loop would make it reload its constants).
@@ -130,10 +163,11 @@ SWA_AVX2_INLINE uint32_t DecodeBlocks(const uint8_t* src, uint32_t dim, uint32_t
   return bad;
 }
 
-// Row loop shared by both outputs: groups of 16 integer-path blocks through
-// `fast` (codes, bias vector, out) without per-block checks; the blocks of
-// other groups and the row's last blocks one at a time, through `fast` or
-// `slow` (codes, scale, out).
+// Row loop shared by both outputs: every block of a group of 16 through
+// `fast` (codes, bias vector, out) without per-block checks; in a group that
+// IntegerGroup declines, the blocks SlowBlocks names are then redone through
+// `slow` (codes, scale, out). The row's last blocks go one at a time through
+// `fast` or `slow`.
 template <typename Out, typename Fast, typename Slow>
 SWA_AVX2_INLINE uint32_t DecodeRow(const uint8_t* src, uint32_t dim, Out* dst, Fast fast,
                                    Slow slow) {
@@ -144,14 +178,16 @@ SWA_AVX2_INLINE uint32_t DecodeRow(const uint8_t* src, uint32_t dim, Out* dst, F
   for (; b + 16 <= blocks; b += 16) {
     const uint8_t* in = src + size_t{b} * kBlk;
     Out* out = dst + size_t{b} * kBlk;
-    if (__builtin_expect(IntegerGroup(in, src + dim + b, bias), 1)) {
-      // Broadcast each bias from memory (a load), not out of the stored
-      // vector with shuffles, which the compiler would otherwise do.
-      asm("" : "+m"(bias));
+    uint32_t redo = 0;
+    if (__builtin_expect(!IntegerGroup(in, src + dim + b, bias), 0)) redo = SlowBlocks(in, src + dim + b);
+    // Broadcast each bias from memory (a load), not out of the stored
+    // vector with shuffles, which the compiler would otherwise do.
+    asm("" : "+m"(bias));
 #pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) fast(in + j * kBlk, _mm256_set1_epi32(bias[j]), out + j * kBlk);
-    } else {
-      bad += DecodeBlocks(src, dim, b, 16, dst, fast, slow);
+    for (int j = 0; j < 16; ++j) fast(in + j * kBlk, _mm256_set1_epi32(bias[j]), out + j * kBlk);
+    for (; __builtin_expect(redo != 0, 0); redo &= redo - 1) {
+      const uint32_t j = static_cast<uint32_t>(__builtin_ctz(redo));
+      bad += slow(in + j * kBlk, src[dim + b + j], out + j * kBlk);
     }
   }
   return bad + DecodeBlocks(src, dim, b, blocks - b, dst, fast, slow);
@@ -183,8 +219,9 @@ __attribute__((noinline)) uint32_t SlowBlockF32(const uint8_t* in, uint8_t scale
   return 0;
 }
 
-uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
-  return DecodeRow(src, dim, dst, [](const uint8_t* in, __m256i b, float* out) {
+// The integer path's 32 outputs of one block, for DecodeRow.
+struct FastF32 {
+  SWA_AVX2_INLINE void operator()(const uint8_t* in, __m256i b, float* out) const {
     // FP32 pattern = BF16 pattern << 16 (the values have 4 significant bits).
     const __m256i zero = _mm256_setzero_si256();
     const __m256i lo = Bf16FromCodes(in, b);       // elements 0-15
@@ -196,8 +233,8 @@ uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), _mm256_permute2x128_si256(a0, a1, 0x31));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), _mm256_permute2x128_si256(c0, c1, 0x20));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 24), _mm256_permute2x128_si256(c0, c1, 0x31));
-  }, SlowBlockF32);
-}
+  }
+};
 
 // FP32 bits -> BF16 bits (round to nearest even) for finite or Inf lanes.
 SWA_AVX2_INLINE __m256i RoundToBf16(__m256i bits) {
@@ -233,11 +270,36 @@ __attribute__((noinline)) uint32_t SlowBlockBf16(const uint8_t* in, uint8_t scal
   return 0;
 }
 
-uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
-  return DecodeRow(src, dim, dst, [](const uint8_t* in, __m256i b, uint16_t* out) {
+struct FastBf16 {
+  SWA_AVX2_INLINE void operator()(const uint8_t* in, __m256i b, uint16_t* out) const {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Bf16FromCodes(in, b));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), Bf16FromCodes(in + 16, b));
-  }, SlowBlockBf16);
+  }
+};
+
+uint32_t DecodeF32(const uint8_t* src, uint32_t dim, float* dst) {
+  return DecodeRow(src, dim, dst, FastF32(), SlowBlockF32);
+}
+
+uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
+  return DecodeRow(src, dim, dst, FastBf16(), SlowBlockBf16);
+}
+
+// n rows in one call: the row loop inlined, its setup done once.
+uint64_t DecodeF32Rows(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n, float* dst,
+                       size_t dst_stride) {
+  uint64_t bad = 0;
+  for (size_t i = 0; i < n; ++i)
+    bad += DecodeRow(src + i * src_stride, dim, dst + i * dst_stride, FastF32(), SlowBlockF32);
+  return bad;
+}
+
+uint64_t DecodeBf16Rows(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n, uint16_t* dst,
+                        size_t dst_stride) {
+  uint64_t bad = 0;
+  for (size_t i = 0; i < n; ++i)
+    bad += DecodeRow(src + i * src_stride, dim, dst + i * dst_stride, FastBf16(), SlowBlockBf16);
+  return bad;
 }
 
 // ---- Plain formats ---------------------------------------------------------
@@ -321,6 +383,7 @@ const RowKernels* Avx2Kernels() {
   static const RowKernels kernels = {
       "avx2",   Avx2Mxfp8EncodeF32, Avx2Mxfp8EncodeBf16, DecodeF32, DecodeBf16,
       F32ToF32, F32ToBf16, Bf16ToF32,  Bf16ToBf16,
+      Avx2Mxfp8EncodeF32Rows, Avx2Mxfp8EncodeBf16Rows, DecodeF32Rows, DecodeBf16Rows,
   };
   return supported ? &kernels : nullptr;
 }

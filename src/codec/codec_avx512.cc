@@ -309,6 +309,11 @@ const RowKernels* Avx512Kernels() {
     k.mxfp8_encode_f32 = EncodeF32;
     k.mxfp8_encode_bf16 = EncodeBf16;
     k.mxfp8_decode_bf16 = DecodeBf16;
+    // The AVX2 set's multi-row entries would bypass the kernels above
+    // (decode to FP32 is the AVX2 one here as well, so it keeps its own).
+    k.mxfp8_encode_f32_rows = nullptr;
+    k.mxfp8_encode_bf16_rows = nullptr;
+    k.mxfp8_decode_bf16_rows = nullptr;
     return &k;
   }();
   return kernels;

@@ -333,5 +333,26 @@ uint32_t Avx2Mxfp8EncodeBf16(const uint16_t* src, uint32_t dim, bool ceil, uint8
               : EncodeRow<false>(Bf16Source{src}, dim, dst);
 }
 
+// n rows in one call: the row loop inlined, its setup done once.
+template <bool kCeil, typename T, typename Src>
+SWA_AVX2_INLINE uint64_t EncodeRows(const T* src, size_t src_stride, uint32_t dim, size_t n,
+                                    uint8_t* dst, size_t dst_stride) {
+  uint64_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += EncodeRow<kCeil>(Src{src + i * src_stride}, dim, dst + i * dst_stride);
+  return bad;
+}
+
+uint64_t Avx2Mxfp8EncodeF32Rows(const float* src, size_t src_stride, uint32_t dim, size_t n, bool ceil,
+                                uint8_t* dst, size_t dst_stride) {
+  return ceil ? EncodeRows<true, float, F32Source>(src, src_stride, dim, n, dst, dst_stride)
+              : EncodeRows<false, float, F32Source>(src, src_stride, dim, n, dst, dst_stride);
+}
+
+uint64_t Avx2Mxfp8EncodeBf16Rows(const uint16_t* src, size_t src_stride, uint32_t dim, size_t n,
+                                 bool ceil, uint8_t* dst, size_t dst_stride) {
+  return ceil ? EncodeRows<true, uint16_t, Bf16Source>(src, src_stride, dim, n, dst, dst_stride)
+              : EncodeRows<false, uint16_t, Bf16Source>(src, src_stride, dim, n, dst, dst_stride);
+}
+
 }  // namespace swa::codec
 #endif

@@ -88,6 +88,38 @@ SWA_AVX2_INLINE void StoreScales16(__m256i s, uint8_t* scales) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(scales), _mm256_castsi256_si128(bytes));
 }
 
+// The BF16 group's scale-stage constants, read as memory operands: as
+// immediates the compiler builds each with three instructions, every group.
+enum Bf16Const { kBump, kInf, kLowestE8, kMinBias, kEight, kRebias, kTopMantissa, kBf16Consts };
+struct Bf16Consts {
+  __m256i v[kBf16Consts];
+};
+struct alignas(32) Bf16ConstTable {
+  int16_t v[kBf16Consts][16];
+};
+constexpr Bf16ConstTable MakeBf16Consts() {
+  constexpr int16_t kValues[kBf16Consts] = {
+      0x1F,              // kBump: ceil mode's carry into the exponent
+      0x7F80,            // kInf: amax below it is finite
+      14,                // kLowestE8: s > 6
+      (14 << 7) + 9,     // kMinBias: ((s - 7) << 7 | 0x78) - 1 = ((s + 8) << 7) - kMinBias
+      8,                 // kEight
+      0x387 + (8 << 7),  // kRebias: C_s = kRebias - ((s + 8) << 7)
+      0x60,              // kTopMantissa: 448 = 1.75 * 2^8
+  };
+  Bf16ConstTable t{};
+  for (int i = 0; i < kBf16Consts; ++i)
+    for (int l = 0; l < 16; ++l) t.v[i][l] = kValues[i];
+  return t;
+}
+inline constexpr Bf16ConstTable kBf16ConstTable = MakeBf16Consts();
+
+SWA_AVX2_INLINE const Bf16Consts& Bf16ConstsInMemory() {
+  const void* p = &kBf16ConstTable;
+  asm("" : "+r"(p));  // keep the loads: no rebuilding the values as immediates
+  return *static_cast<const Bf16Consts*>(p);
+}
+
 // BF16: 16 elements per vector, two per block.
 // Writes every block's scale byte; returns the mask of blocks that do not
 // qualify, whose codes are garbage, for the caller to redo.
@@ -110,31 +142,36 @@ SWA_AVX2_INLINE uint32_t EncodeGroup16Bf16(const uint16_t* p, uint8_t* codes, ui
     zmin[q] = Quad16(mn, MinU16());
   }
   const __m256i amax = Finish16(zmax, MaxU16()), amin = Finish16(zmin, MinU16());
-  // Scale byte before clamping (the path needs 7 <= s <= 247, where no clamp applies).
-  __m256i s = _mm256_sub_epi16(_mm256_srli_epi16(amax, 7), _mm256_set1_epi16(8));
-  if (kCeil)
-    s = _mm256_sub_epi16(s, _mm256_cmpgt_epi16(_mm256_and_si256(amax, _mm256_set1_epi16(0x7F)),
-                                               _mm256_set1_epi16(0x60)));
-  const __m256i lowest_less1 = _mm256_sub_epi16(
-      _mm256_slli_epi16(_mm256_sub_epi16(s, _mm256_set1_epi16(6)), 7), _mm256_set1_epi16(1));
+  // e8 = scale byte + 8 before clamping: the exponent of amax, plus one in
+  // ceil mode when its mantissa exceeds 0x60 (adding 0x1F carries into the
+  // exponent exactly then). The path needs 7 <= s <= 247, where no clamp applies.
+  const Bf16Consts& k = Bf16ConstsInMemory();
+  const __m256i e8 = _mm256_srli_epi16(kCeil ? _mm256_add_epi16(amax, k.v[kBump]) : amax, 7);
+  const __m256i e8_hi = _mm256_slli_epi16(e8, 7);  // (s + 8) << 7
+  // Smallest magnitude >= 1.9375 * 2^(s - 134), i.e. bits >= (s - 7) << 7 |
+  // 0x78: E4M3's subnormals lie below 2^(s - 133), but the values from 1.9375
+  // times half of it up round to 2^(s - 133) itself (code 0x08, a tie rounding
+  // up from the odd 0x07), which the integer pipeline gets right as well.
   const __m256i ok = _mm256_and_si256(
-      _mm256_and_si256(_mm256_cmpgt_epi16(_mm256_set1_epi16(0x7F80), amax),
-                       _mm256_cmpgt_epi16(s, _mm256_set1_epi16(6))),
-      _mm256_cmpgt_epi16(amin, lowest_less1));
+      _mm256_and_si256(_mm256_cmpgt_epi16(k.v[kInf], amax), _mm256_cmpgt_epi16(e8, k.v[kLowestE8])),
+      _mm256_cmpgt_epi16(amin, _mm256_sub_epi16(e8_hi, k.v[kMinBias])));
   // One bit per block: bytes 0-7 and 16-23 of the packed mask.
   const uint32_t packed = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_packs_epi16(ok, ok)));
   const uint32_t fails = ~((packed & 0xFFu) | ((packed >> 8) & 0xFF00u)) & 0xFFFFu;
-  StoreScales16(ClampScales(s, _mm256_cmpgt_epi16(amax, _mm256_set1_epi16(0x7F7F))), scales);
+  // Stored scale bytes: s clamped at 0 (no finite amax gives s > 247). A
+  // non-finite amax gives 247 or 248 here; its block is declined, and the
+  // block encoder sends scale bytes over 245 to the scalar reference, which
+  // stores 0xFF.
+  StoreScales16(_mm256_subs_epu16(e8, k.v[kEight]), scales);
   // Per-block constants as 32-bit pairs; unpacklo/hi leave blocks 0-3, 8-11
   // and 4-7, 12-15 in their halves: block j is at Slot(j).
   auto slot = [](int j) { return (j & 3) | ((j & 4) << 1) | ((j & 8) >> 1); };
   alignas(32) int32_t c[16], top[16];
-  const __m256i c16 = _mm256_sub_epi16(_mm256_set1_epi16(7 + (7 << 7)), _mm256_slli_epi16(s, 7));
+  const __m256i c16 = _mm256_sub_epi16(k.v[kRebias], e8_hi);  // 7 - ((s - 7) << 7)
   _mm256_store_si256(reinterpret_cast<__m256i*>(c), _mm256_unpacklo_epi16(c16, c16));
   _mm256_store_si256(reinterpret_cast<__m256i*>(c + 8), _mm256_unpackhi_epi16(c16, c16));
   if (!kCeil) {  // 448 * 2^(s - 127) as BF16 bits
-    const __m256i m16 = _mm256_or_si256(_mm256_slli_epi16(_mm256_add_epi16(s, _mm256_set1_epi16(8)), 7),
-                                        _mm256_set1_epi16(0x60));
+    const __m256i m16 = _mm256_or_si256(e8_hi, k.v[kTopMantissa]);
     _mm256_store_si256(reinterpret_cast<__m256i*>(top), _mm256_unpacklo_epi16(m16, m16));
     _mm256_store_si256(reinterpret_cast<__m256i*>(top + 8), _mm256_unpackhi_epi16(m16, m16));
   }

@@ -3,6 +3,7 @@
 // another path) against the scalar reference, byte for byte. Groups are built so that most blocks qualify,
 // then one or more blocks are pushed across each limit of the path: the
 // smallest magnitude 2^(s - 133) (exactly on it, half of it, one ulp below,
+// 1.9375 times half of it and one BF16 ulp less (the BF16 path's own limit),
 // zeros of both signs, subnormals), scale bytes below 7, NaN/Inf among
 // huge values (where the magnitude limit alone would not decline them), the
 // ceil rule's 1.75 boundary and floor mode's saturation.
@@ -97,7 +98,7 @@ TEST_P(GroupPath, EveryLimitOfTheGroupPath) {
   const uint32_t dim = 512;
   const float bases[] = {1.5f, 1.75f, 1.9f, 1.0f, 1.9999999f};
   const float inf = std::numeric_limits<float>::infinity();
-  constexpr int kVariants = 14;
+  constexpr int kVariants = 16;
   std::vector<float> x(dim * kVariants);
   for (int s = 0; s <= 246; ++s) {
     for (int var = 0; var < kVariants; ++var) {
@@ -127,6 +128,14 @@ TEST_P(GroupPath, EveryLimitOfTheGroupPath) {
           break;
         case 8:  // a block of scale byte 3
           for (int i = 0; i < 32; ++i) v[i] = std::ldexp(i % 2 ? -1.5f : 1.25f, 3 - 119);
+          break;
+        case 14:  // 1.9375 times half the limit: rounds up onto it, stays on the BF16 path
+          v[10] = 0.96875f * lim_ceil;
+          v[11] = -0.96875f * lim_floor;
+          break;
+        case 15:  // one BF16 ulp less: rounds to a subnormal, declined
+          v[10] = (0.96875f - 0.00390625f) * lim_ceil;
+          v[11] = -(0.96875f - 0.00390625f) * lim_floor;
           break;
         default: {  // huge values with Inf / NaN / nothing odd (scale bytes 246-247)
           for (int i = 0; i < 32; ++i)

@@ -260,6 +260,47 @@ TEST_P(SimdKernels, Mxfp8IsBitIdenticalForOtherDims) {
   }
 }
 
+// EncodeRowsWith / DecodeRowsWith with a SIMD set (which may hand the whole
+// batch to the set's multi-row entries) == the scalar set row by row: strided
+// sources, gaps between stored rows and between output vectors left alone,
+// the same non-finite counts.
+TEST_P(SimdKernels, BatchEntriesMatchTheScalarRows) {
+  std::mt19937 rng(9);
+  for (uint32_t dim : {32u, 512u, 544u, 1056u}) {
+    const size_t n = 37, vb = dim + dim / 32, pitch = vb + 8, stride = dim + 16;
+    const std::vector<float> x = test::RandomVectors(rng, n, stride);
+    const std::vector<uint16_t> h = test::ToBf16Bits(x);
+    std::vector<uint8_t> a(n * pitch), b(n * pitch);
+    for (bool bf16 : {false, true}) {
+      for (bool ceil : {true, false}) {
+        const ConstVectors in = {bf16 ? static_cast<const void*>(h.data()) : static_cast<const void*>(x.data()),
+                                 bf16 ? Dtype::kBf16 : Dtype::kFp32, stride};
+        const ScaleMode mode = ceil ? ScaleMode::kCeil : ScaleMode::kFloor;
+        std::memset(a.data(), kPoison, a.size());
+        std::memset(b.data(), kPoison, b.size());
+        ASSERT_EQ(EncodeRowsWith(scalar_, Format::kMxfp8, mode, dim, n, in, DstRows{a.data(), pitch}),
+                  EncodeRowsWith(*simd_, Format::kMxfp8, mode, dim, n, in, DstRows{b.data(), pitch}));
+        ASSERT_EQ(a, b) << "dim " << dim << " bf16 " << bf16 << " ceil " << ceil;
+      }
+    }
+    // Decode the encoder's rows, then arbitrary bytes.
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1)
+        for (auto& byte : a) byte = static_cast<uint8_t>(rng());
+      for (bool bf16 : {false, true}) {
+        const size_t bytes = bf16 ? 2 : 4;
+        std::vector<uint8_t> fa(n * stride * bytes, kPoison), fb(n * stride * bytes, kPoison);
+        const Dtype t = bf16 ? Dtype::kBf16 : Dtype::kFp32;
+        ASSERT_EQ(DecodeRowsWith(scalar_, Format::kMxfp8, dim, n, SrcRows{a.data(), pitch},
+                                 MutableVectors{fa.data(), t, stride}),
+                  DecodeRowsWith(*simd_, Format::kMxfp8, dim, n, SrcRows{a.data(), pitch},
+                                 MutableVectors{fb.data(), t, stride}));
+        ASSERT_EQ(fa, fb) << "dim " << dim << " bf16 " << bf16 << " pass " << pass;
+      }
+    }
+  }
+}
+
 // The AVX2 integer paths take whole blocks (decode: groups of 16) whose
 // scale byte and values sit in a range; walk every scale byte with values on
 // both sides of each limit: the E4M3 normal threshold 2^(scale - 133), zeros
