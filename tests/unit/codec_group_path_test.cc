@@ -18,24 +18,14 @@
 
 #include "codec/codec.h"
 #include "unit/codec_inputs.h"
+#include "unit/codec_simd_sets.h"
 #include "unit/mxfp8_oracle.h"
 
 namespace swa::codec {
 namespace {
 
-struct SimdSet {
-  const char* name;
-  const RowKernels* (*get)();
-  friend void PrintTo(const SimdSet& set, std::ostream* os) { *os << set.name; }
-};
-
-class GroupPath : public ::testing::TestWithParam<SimdSet> {
+class GroupPath : public test::SimdSetTest {
  protected:
-  void SetUp() override {
-    simd_ = GetParam().get();
-    if (simd_ == nullptr)
-      GTEST_SKIP() << "this CPU (or build) has no " << GetParam().name << " kernel set";
-  }
   // Encodes x (FP32 and its BF16 truncation) with both kernels, both modes.
   void Check(const std::vector<float>& x, uint32_t dim, const std::string& what) {
     const size_t n = x.size() / dim, vb = dim + dim / 32;
@@ -62,16 +52,9 @@ class GroupPath : public ::testing::TestWithParam<SimdSet> {
       }
     }
   }
-  const RowKernels* simd_ = nullptr;
-  const RowKernels& scalar_ = ScalarKernels();
 };
 
-INSTANTIATE_TEST_SUITE_P(Sets, GroupPath,
-                         ::testing::Values(SimdSet{"avx2", &Avx2Kernels},
-                                           SimdSet{"avx512", &Avx512Kernels}),
-                         [](const ::testing::TestParamInfo<SimdSet>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Sets, GroupPath, test::AllSimdSets(), test::SimdSetName);
 
 // Block of 32 values whose scale byte is s in floor mode (and s or s + 1 in
 // ceil mode, by `base`): amax = base * 2^(s - 119) at a random place, the

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codec/codec.h"
+#include "unit/codec_simd_sets.h"
 #include "unit/codec_inputs.h"
 #include "unit/mxfp8_oracle.h"
 
@@ -130,30 +131,9 @@ TEST(ScalarKernels, PlainFormatsMatchOracle) {
 
 // ---- SIMD (AVX2, AVX-512) == scalar ----------------------------------------
 
-struct SimdSet {
-  const char* name;
-  const RowKernels* (*get)();
-  friend void PrintTo(const SimdSet& set, std::ostream* os) { *os << set.name; }
-};
+using SimdKernels = test::SimdSetTest;
 
-class SimdKernels : public ::testing::TestWithParam<SimdSet> {
- protected:
-  void SetUp() override {
-    simd_ = GetParam().get();
-    if (simd_ == nullptr)
-      GTEST_SKIP() << "this CPU (or build) has no " << GetParam().name << " kernel set";
-    ASSERT_STREQ(simd_->name, GetParam().name);
-  }
-  const RowKernels* simd_ = nullptr;
-  const RowKernels& scalar_ = ScalarKernels();
-};
-
-INSTANTIATE_TEST_SUITE_P(Sets, SimdKernels,
-                         ::testing::Values(SimdSet{"avx2", &Avx2Kernels},
-                                           SimdSet{"avx512", &Avx512Kernels}),
-                         [](const ::testing::TestParamInfo<SimdSet>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Sets, SimdKernels, test::AllSimdSets(), test::SimdSetName);
 
 TEST_P(SimdKernels, EncodeIsBitIdenticalOnMillionsOfBlocks) {
   std::mt19937 rng(4);
