@@ -3,7 +3,7 @@
 
     ~/.cache/swacache-torch-venv-*/bin/python bench/attention_torch_baseline.py \
         [--step-bench build/bench/step_cpu_bench] [--repeat 7] [--quick] \
-        [--ours CASE:SEQS:THREADS=GFLOPS ...] [--no-ours] [--no-bf16]
+        [--ours CASE:SEQS:THREADS=GFLOPS[/BF16_GFLOPS] ...] [--no-ours] [--no-bf16]
 
 (the venv comes from examples/python_engine/venv.sh; without torch the script
 prints "SKIP: ..." and exits 0.)
@@ -33,8 +33,9 @@ BF16 q/k/v/mask (PyTorch's CPU kernels for BF16; no exactness claims).
 
 "ours" is step_cpu_bench's GF/s (wall clock, best repeat) for the same case,
 sequence count and threads, got by running it (--step-bench, one row per run:
---case C --seqs S --threads T) or given with --ours; the table prints
-ours / torch. The two processes do not run at the same time.
+--case C --seqs S --threads T) or given with --ours: its FP32-query figure next
+to torch's FP32 row and its BF16-query figure next to torch's BF16 row. The
+table prints ours / torch. The two processes do not run at the same time.
 """
 import argparse
 import math
@@ -60,7 +61,7 @@ def parse_args():
                    help="path of step_cpu_bench (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=7, help="timed calls per row, best kept")
     p.add_argument("--quick", action="store_true", help="3 repeats, 16 sequences only")
-    p.add_argument("--ours", action="append", default=[], metavar="C:S:T=GFLOPS",
+    p.add_argument("--ours", action="append", default=[], metavar="C:S:T=GFLOPS[/BF16]",
                    help="our GF/s for case C, S sequences, T threads (skips running the bench)")
     p.add_argument("--no-ours", action="store_true", help="do not run step_cpu_bench")
     p.add_argument("--no-bf16", action="store_true", help="skip the BF16 rows")
@@ -141,13 +142,14 @@ def ours_from_bench(path, ci, seqs, threads, repeat):
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, str(e)
-    name = re.escape(CASES[ci][0])
-    # case name, seqs, thr, step us, GF/s, ...
-    pat = re.compile(rf"^{name}\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s")
+    # step_cpu_bench prints the case name cut to 32 characters, seqs, thr,
+    # "|", then the wall-clock GF/s of FP32 queries and of BF16 queries.
+    name = re.escape(CASES[ci][0][:32])
+    pat = re.compile(rf"^{name}\s*(\d+)\s+(\d+)\s+\|\s+([0-9.]+)\s+([0-9.]+)\s")
     for line in out.splitlines():
         m = pat.match(line)
         if m and int(m.group(1)) == seqs and int(m.group(2)) == threads:
-            return float(m.group(4)), " ".join(cmd)
+            return {"fp32": float(m.group(3)), "bf16": float(m.group(4))}, " ".join(cmd)
     return None, "no matching row in: " + " ".join(cmd)
 
 
@@ -163,11 +165,13 @@ def main():
     seqs_list = (16,) if args.quick else SEQS
     given = {}
     for spec in args.ours:
-        m = re.fullmatch(r"(\d+):(\d+):(\d+)=([0-9.]+)", spec)
+        m = re.fullmatch(r"(\d+):(\d+):(\d+)=([0-9.]+)(?:/([0-9.]+))?", spec)
         if not m:
-            print(f"bad --ours {spec!r} (want C:S:T=GFLOPS)", file=sys.stderr)
+            print(f"bad --ours {spec!r} (want C:S:T=GFLOPS or C:S:T=FP32/BF16)", file=sys.stderr)
             return 2
-        given[(int(m.group(1)), int(m.group(2)), int(m.group(3)))] = float(m.group(4))
+        fp32 = float(m.group(4))
+        given[(int(m.group(1)), int(m.group(2)), int(m.group(3)))] = {
+            "fp32": fp32, "bf16": float(m.group(5)) if m.group(5) else fp32}
 
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"PyTorch {torch.__version__} CPU scaled_dot_product_attention baseline "
@@ -197,8 +201,9 @@ def main():
                 for label, qq, kk, vv, mm in dtypes:
                     t = time_sdpa(qq, kk, vv, mm, reps, torch)
                     gf = flops / t / 1e9
-                    ours_s = f"{ours:9.1f}" if ours else f"{'-':>9}"
-                    ratio = f"{ours / gf:9.2f}x" if ours else f"{'-':>10}"
+                    mine = ours.get(label) if ours else None
+                    ours_s = f"{mine:9.1f}" if mine else f"{'-':>9}"
+                    ratio = f"{mine / gf:9.2f}x" if mine else f"{'-':>10}"
                     print(f"{name:42} {seqs:4d} {threads:3d} {label:>5} {t * 1e6:10.1f} {gf:10.1f} "
                           f"{ours_s} {ratio}", flush=True)
     print(f"\nmachine load (1/5/15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
