@@ -286,20 +286,23 @@ uint32_t DecodeBf16(const uint8_t* src, uint32_t dim, uint16_t* dst) {
 }
 
 // n rows in one call: the row loop inlined, its setup done once.
-uint64_t DecodeF32Rows(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n, float* dst,
-                       size_t dst_stride) {
+template <typename Out, typename Fast, typename Slow>
+SWA_AVX2_INLINE uint64_t DecodeRowsOf(const uint8_t* src, size_t src_stride, uint32_t dim,
+                                      size_t n, Out* dst, size_t dst_stride, Fast fast, Slow slow) {
   uint64_t bad = 0;
   for (size_t i = 0; i < n; ++i)
-    bad += DecodeRow(src + i * src_stride, dim, dst + i * dst_stride, FastF32(), SlowBlockF32);
+    bad += DecodeRow(src + i * src_stride, dim, dst + i * dst_stride, fast, slow);
   return bad;
+}
+
+uint64_t DecodeF32Rows(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n, float* dst,
+                       size_t dst_stride) {
+  return DecodeRowsOf(src, src_stride, dim, n, dst, dst_stride, FastF32(), SlowBlockF32);
 }
 
 uint64_t DecodeBf16Rows(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n, uint16_t* dst,
                         size_t dst_stride) {
-  uint64_t bad = 0;
-  for (size_t i = 0; i < n; ++i)
-    bad += DecodeRow(src + i * src_stride, dim, dst + i * dst_stride, FastBf16(), SlowBlockBf16);
-  return bad;
+  return DecodeRowsOf(src, src_stride, dim, n, dst, dst_stride, FastBf16(), SlowBlockBf16);
 }
 
 // ---- Plain formats ---------------------------------------------------------
