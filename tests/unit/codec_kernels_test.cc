@@ -150,14 +150,8 @@ TEST_P(SimdKernels, EncodeIsBitIdenticalOnMillionsOfBlocks) {
     std::memset(a.data(), kPoison, a.size());
     std::memset(b.data(), 0x5A, b.size());
     for (size_t v = 0; v < n; ++v) {
-      uint32_t bad_a, bad_b;
-      if (bf16) {
-        bad_a = scalar_.mxfp8_encode_bf16(&h[v * dim], dim, ceil, &a[v * vb]);
-        bad_b = simd_->mxfp8_encode_bf16(&h[v * dim], dim, ceil, &b[v * vb]);
-      } else {
-        bad_a = scalar_.mxfp8_encode_f32(&x[v * dim], dim, ceil, &a[v * vb]);
-        bad_b = simd_->mxfp8_encode_f32(&x[v * dim], dim, ceil, &b[v * vb]);
-      }
+      const auto [bad_a, bad_b] =
+          EncodeBoth(x.data(), h.data(), v, dim, ceil, bf16, a.data(), b.data());
       ASSERT_EQ(bad_a, bad_b);
     }
     for (size_t i = 0; i < a.size(); ++i)

@@ -7,6 +7,7 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "codec/codec.h"
 
@@ -25,6 +26,19 @@ class SimdSetTest : public ::testing::TestWithParam<SimdSet> {
     if (simd_ == nullptr)
       GTEST_SKIP() << "this CPU (or build) has no " << GetParam().name << " kernel set";
     ASSERT_STREQ(simd_->name, GetParam().name);
+  }
+  // Encodes vector v (FP32 x, or its BF16 bits h when bf16) of `dim` values
+  // with the scalar reference into a and with the set under test into b (vb
+  // bytes per stored row); returns both non-finite block counts.
+  std::pair<uint32_t, uint32_t> EncodeBoth(const float* x, const uint16_t* h, size_t v,
+                                           uint32_t dim, bool ceil, bool bf16, uint8_t* a,
+                                           uint8_t* b) const {
+    const size_t vb = dim + dim / 32;
+    if (bf16)
+      return {scalar_.mxfp8_encode_bf16(h + v * dim, dim, ceil, a + v * vb),
+              simd_->mxfp8_encode_bf16(h + v * dim, dim, ceil, b + v * vb)};
+    return {scalar_.mxfp8_encode_f32(x + v * dim, dim, ceil, a + v * vb),
+            simd_->mxfp8_encode_f32(x + v * dim, dim, ceil, b + v * vb)};
   }
   const codec::RowKernels* simd_ = nullptr;
   const codec::RowKernels& scalar_ = codec::ScalarKernels();
