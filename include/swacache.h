@@ -1400,7 +1400,8 @@ SWA_API void swa_store_redis_cluster_config_init(swa_store_redis_cluster_config_
 /** \brief Create a store on a Redis Cluster: one blob per key (SET with the
  *  optional TTL, GET, EXISTS, DEL), routed by the key's hash slot (CRC16 of the
  *  key or of its `{hash tag}`) over a slot map loaded with CLUSTER SLOTS. MOVED
- *  reloads the map and retries on the named node, ASK retries there after
+ *  reloads the map and retries on the named node (backing off from the second
+ *  MOVED of a call: nodes that disagree on the owner), ASK retries there after
  *  ASKING, a connection error reloads the map and retries, CLUSTERDOWN and
  *  TRYAGAIN back off and retry, all within `timeout_ms` and `max_attempts`.
  *  The seeds are only needed until the map is known.

@@ -184,7 +184,7 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
   const uint32_t slot = ClusterKeySlot(key);
   std::shared_ptr<RedisNode> redirect;  // from MOVED or ASK, for the next attempt only
   bool asking = false, replica_failed = false;
-  int failures = 0;
+  int failures = 0, moves = 0;
   absl::Status last;
   for (uint32_t attempt = 0; attempt < options_.max_attempts; ++attempt) {
     if (attempt > 0) ++stats_.retries;
@@ -240,6 +240,10 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
         ++stats_.moved;
         if (replica) replica_failed = true;  // a replica not serving the slot: use masters
         (void)RefreshIfStale(map->version, deadline);
+        // A second MOVED in one call: the nodes disagree on the owner (a slot
+        // assignment reaching one node before the other); wait for them to
+        // agree instead of spending the budget bouncing between them.
+        if (moves++ > 0) Backoff(failures++, deadline);
       }
       continue;
     }

@@ -184,8 +184,11 @@ TEST_F(RedisClusterTest, RoundTripOverEverySlotThroughTheCTable) {
   t.release(t.user_data);
 }
 
-// Moves `slots` from master `from` to master `to` the way redis-cli does,
-// keys in two halves with a pause between (ASK window), then assigns them.
+// Moves `slots` from master `from` to master `to` as redis-cli does (keys in
+// two halves with a pause between: the ASK window), then assigns each slot,
+// telling the source 30 ms before the target and the other masters: in that
+// window the source answers MOVED to the target and the target, still
+// importing, MOVED back (nodes that disagree, as while an assignment spreads).
 void MigrateSlots(const RedisClusterProcess& c, size_t from, size_t to, const std::vector<uint32_t>& slots) {
   const std::string from_id = c.NodeId(from), to_id = c.NodeId(to);
   for (uint32_t s : slots) {
@@ -203,8 +206,10 @@ void MigrateSlots(const RedisClusterProcess& c, size_t from, size_t to, const st
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(40));
     }
+    ASSERT_TRUE(c.Command(from, {"CLUSTER", "SETSLOT", slot, "NODE", to_id}).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
     for (size_t i = 0; i < c.size(); ++i)
-      if (c.IsMaster(i)) c.Command(i, {"CLUSTER", "SETSLOT", slot, "NODE", to_id});
+      if (c.IsMaster(i) && i != from) c.Command(i, {"CLUSTER", "SETSLOT", slot, "NODE", to_id});
   }
 }
 
