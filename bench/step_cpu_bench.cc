@@ -169,16 +169,24 @@ double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned th
 #endif
 }
 
-// Best wall and CPU seconds of `reps` swa_step calls, each re-planning the same
-// step (a rewind of kTokens, within the ring margin).
+// Best wall and CPU seconds of swa_step calls, each re-planning the same step
+// (a rewind of kTokens, within the ring margin): one untimed warm-up call, then
+// at least `reps` calls and `budget_s` seconds, as the baseline's TimeIt.
 // bf16: the queries go in as BF16 (SWA_DTYPE_BF16), which lets the step take
 // the AVX512-BF16 kernels on an MXFP8 or BF16 ring.
-bool TimeStep(Fixture& f, int seqs, int reps, bool bf16, double* best, double* best_cpu) {
+bool TimeStep(Fixture& f, int seqs, int reps, double budget_s, bool bf16, double* best,
+              double* best_cpu) {
   f.args.q = bf16 ? static_cast<const void*>(f.q16.data()) : f.q.data();
   f.args.q_dtype = bf16 ? SWA_DTYPE_BF16 : SWA_DTYPE_FP32;
   *best = *best_cpu = 1e30;
-  for (int r = 0; r < reps || *best > 1e29; ++r) {
+  const auto start = Clock::now();
+  for (int r = -1; r < reps || std::chrono::duration<double>(Clock::now() - start).count() < budget_s;
+       ++r) {
     if (swa_plan_build(f.plan, f.decode.data(), uint32_t(seqs)) != SWA_OK) return false;
+    if (r < 0) {  // warm-up: workspaces, page faults, clocks
+      if (swa_step(f.cache, f.plan, &f.args) != SWA_OK) return false;
+      continue;
+    }
     const double c0 = CpuSeconds();
     const auto t0 = Clock::now();
     if (swa_step(f.cache, f.plan, &f.args) != SWA_OK) return false;
@@ -262,8 +270,8 @@ int main(int argc, char** argv) {
         // CPU time of the process too: robust to preemption on a shared machine.
         double best, best_cpu, best16, best16_cpu;
         best = best_cpu = best16 = best16_cpu = 1e30;
-        if (only != "bf16" && !TimeStep(f, seqs, reps, false, &best, &best_cpu)) return 1;
-        if (only != "fp32" && !TimeStep(f, seqs, reps, true, &best16, &best16_cpu)) return 1;
+        if (only != "bf16" && !TimeStep(f, seqs, reps, budget, false, &best, &best_cpu)) return 1;
+        if (only != "fp32" && !TimeStep(f, seqs, reps, budget, true, &best16, &best16_cpu)) return 1;
         const double gf = flops / best / 1e9, gf16 = flops / best16 / 1e9;  // 0-ish if skipped
         const double gf_cpu = flops / best_cpu / 1e9, gf16_cpu = flops / best16_cpu / 1e9;
         if (threads == 1) one_thread = gf, one_thread16 = gf16;
