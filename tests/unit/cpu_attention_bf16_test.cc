@@ -342,58 +342,5 @@ TEST_F(Bf16Attention, PRoundingStaysBelowBf16UnitRoundoff) {
   EXPECT_GT(worst, std::ldexp(1.0, -9));
 }
 
-
-// The 8-key score kernel on either half of a K^T panel gives the same bits as
-// the 16-key kernel's columns, matches an FP64 dot product, and writes only
-// its 8 columns, for every tile height, odd and even depths, with and without
-// accumulation.
-TEST_F(Bf16Attention, HalfPanelScoresMatchTheFullPanel) {
-  const Bf16AttentionKernels& kb = *Avx512Bf16AttentionKernels();
-  ASSERT_NE(kb.gemm_qk_half, nullptr);
-  std::mt19937 rng(71);
-  const float poison = 12345.0f;
-  const int d = 512, lda = d + 6, ldc = 21;  // the panel is packed at full depth
-  for (int kpairs : {1, 2, 7, 64, 255, 256}) {
-    const int depth = 2 * kpairs;
-    std::vector<float> qf, kf;
-    Fill(qf, size_t(kTileRows) * lda, 2.0f, rng);
-    Fill(kf, size_t(kTileCols) * d, 2.0f, rng);
-    std::vector<uint16_t> q(qf.size()), kt(size_t(kTileCols) * d, 0xFFFF);
-    for (size_t i = 0; i < qf.size(); ++i) q[i] = Bf16Bits(qf[i]);
-    kb.pack_kt(kf.data(), d, kTileCols, d, kt.data());
-    for (int m = 1; m <= kTileRows; ++m) {
-      for (bool accumulate : {false, true}) {
-        std::vector<float> base(size_t(m) * ldc);
-        for (float& x : base) x = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
-        std::vector<float> full = base;
-        kb.gemm_qk(m, kpairs, q.data(), lda, kt.data(), 0.125f, full.data(), ldc, accumulate);
-        for (int col : {0, kTileCols / 2}) {
-          std::vector<float> half = base;
-          for (int i = 0; i < m; ++i)
-            for (int j = 0; j < ldc; ++j)
-              if (j < col || j >= col + kTileCols / 2) half[size_t(i) * ldc + j] = poison;
-          kb.gemm_qk_half(m, kpairs, q.data(), lda, kt.data() + 2 * col, 0.125f,
-                          half.data() + col, ldc, accumulate);
-          for (int i = 0; i < m; ++i) {
-            for (int j = 0; j < ldc; ++j) {
-              const float got = half[size_t(i) * ldc + j];
-              if (j < col || j >= col + kTileCols / 2) {
-                EXPECT_EQ(got, poison) << "wrote column " << j;
-                continue;
-              }
-              EXPECT_EQ(got, full[size_t(i) * ldc + j]) << kpairs << " " << m << " " << j;
-              double ref = accumulate ? base[size_t(i) * ldc + j] : 0.0;
-              double dot = 0;
-              for (int e = 0; e < depth; ++e) dot += double(qf[size_t(i) * lda + e]) * kf[size_t(j) * d + e];
-              ref += 0.125 * dot;
-              EXPECT_NEAR(got, ref, 1e-5 * (std::fabs(ref) + depth)) << kpairs << " " << m << " " << j;
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
 }  // namespace
 }  // namespace swa::cpu

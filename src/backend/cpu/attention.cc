@@ -150,9 +150,19 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
             const Range th = Intersect(ws.tile_hull[tile], c0 + p, c0 + p + kTileCols);
             if (th.begin >= th.end) continue;
             const int r0 = ws.tile_row0[tile];
-            const int half = kn.gemm_half != nullptr ? PanelHalf(th, c0 + p) : -1;
-            const int col = std::max(half, 0);
-            auto* gemm = half >= 0 ? kn.gemm_half : kn.gemm;
+            // A panel the tile's hull meets in one half only (its first or
+            // last): that half alone. Scores outside the hull are never read.
+            int col = 0;
+            auto* gemm = kn.gemm;
+            if (kn.gemm_half != nullptr) {
+              const int half = c0 + p + kTileCols / 2;
+              if (th.end <= half) {
+                gemm = kn.gemm_half;
+              } else if (th.begin >= half) {
+                gemm = kn.gemm_half;
+                col = kTileCols / 2;
+              }
+            }
             gemm(ws.tile_rows[tile], depth, q + static_cast<ptrdiff_t>(r0) * d + d0, d,
                  kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols + col, kTileCols,
                  s + static_cast<ptrdiff_t>(r0) * lds + p + col, lds, d0 > 0);

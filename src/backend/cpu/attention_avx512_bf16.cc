@@ -106,81 +106,40 @@ void PackV(const T* v, ptrdiff_t ldv, int n_keys, int d, uint16_t* dst) {
   }
 }
 
-// One register width of the score tile: 16 keys (zmm) or 8 (ymm: half a
-// panel, half the cost on a double-pumped core).
-struct Keys16 {
-  using F = __m512;
-  static F Zero() { return _mm512_setzero_ps(); }
-  static F Pairs(const uint16_t* b) { return (__m512)_mm512_loadu_si512(b); }
-  static F Dot(F acc, const uint16_t* a, F b) {
-    return _mm512_dpbf16_ps(acc, AsBh(BroadcastPair(a)), (__m512bh)b);
-  }
-  static F Load(const float* c) { return _mm512_loadu_ps(c); }
-  static void Store(float* c, F x) { _mm512_storeu_ps(c, x); }
-  static F Set1(float x) { return _mm512_set1_ps(x); }
-  static F Add(F x, F y) { return _mm512_add_ps(x, y); }
-  static F Fma(F x, F y, F z) { return _mm512_fmadd_ps(x, y, z); }
-};
-struct Keys8 {
-  using F = __m256;
-  static F Zero() { return _mm256_setzero_ps(); }
-  static F Pairs(const uint16_t* b) {
-    return (__m256)_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-  }
-  static F Dot(F acc, const uint16_t* a, F b) {
-    int32_t v;
-    std::memcpy(&v, a, sizeof v);
-    return _mm256_dpbf16_ps(acc, (__m256bh)_mm256_set1_epi32(v), (__m256bh)b);
-  }
-  static F Load(const float* c) { return _mm256_loadu_ps(c); }
-  static void Store(float* c, F x) { _mm256_storeu_ps(c, x); }
-  static F Set1(float x) { return _mm256_set1_ps(x); }
-  static F Add(F x, F y) { return _mm256_add_ps(x, y); }
-  static F Fma(F x, F y, F z) { return _mm256_fmadd_ps(x, y, z); }
-};
-
-// C[M x lanes] (+)= alpha * A . B over `kpairs` depth pairs; B's pair rows are
-// 32 values apart (a pack_kt panel, or its upper half from b + 16).
-template <class R, int M>
-void GemmQkTile(int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b, float alpha,
+template <int M>
+void GemmQkMx16(int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b, float alpha,
                 float* c, ptrdiff_t ldc, bool accumulate) {
-  typename R::F even[M], odd[M];
+  __m512 even[M], odd[M];
 #pragma GCC unroll 6
-  for (int i = 0; i < M; ++i) even[i] = odd[i] = R::Zero();
+  for (int i = 0; i < M; ++i) even[i] = odd[i] = _mm512_setzero_ps();
   int kp = 0;
   for (; kp + 2 <= kpairs; kp += 2) {
-    const typename R::F b0 = R::Pairs(b + kp * 32);
-    const typename R::F b1 = R::Pairs(b + kp * 32 + 32);
+    const __m512bh b0 = AsBh(_mm512_loadu_si512(b + kp * 32));
+    const __m512bh b1 = AsBh(_mm512_loadu_si512(b + kp * 32 + 32));
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i) {
-      even[i] = R::Dot(even[i], a + i * lda + 2 * kp, b0);
-      odd[i] = R::Dot(odd[i], a + i * lda + 2 * kp + 2, b1);
+      even[i] = _mm512_dpbf16_ps(even[i], AsBh(BroadcastPair(a + i * lda + 2 * kp)), b0);
+      odd[i] = _mm512_dpbf16_ps(odd[i], AsBh(BroadcastPair(a + i * lda + 2 * kp + 2)), b1);
     }
   }
   if (kp < kpairs) {
-    const typename R::F b0 = R::Pairs(b + kp * 32);
+    const __m512bh b0 = AsBh(_mm512_loadu_si512(b + kp * 32));
 #pragma GCC unroll 6
-    for (int i = 0; i < M; ++i) even[i] = R::Dot(even[i], a + i * lda + 2 * kp, b0);
+    for (int i = 0; i < M; ++i)
+      even[i] = _mm512_dpbf16_ps(even[i], AsBh(BroadcastPair(a + i * lda + 2 * kp)), b0);
   }
-  const typename R::F va = R::Set1(alpha);
+  const __m512 va = _mm512_set1_ps(alpha);
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) {
-    const typename R::F base = accumulate ? R::Load(c + i * ldc) : R::Zero();
-    R::Store(c + i * ldc, R::Fma(R::Add(even[i], odd[i]), va, base));
+    const __m512 base = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
+    _mm512_storeu_ps(c + i * ldc, _mm512_fmadd_ps(_mm512_add_ps(even[i], odd[i]), va, base));
   }
 }
 
 void GemmQk(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b, float alpha,
             float* c, ptrdiff_t ldc, bool accumulate) {
   ForTileRows(m, [&](auto rows) {
-    GemmQkTile<Keys16, rows.value>(kpairs, a, lda, b, alpha, c, ldc, accumulate);
-  });
-}
-
-void GemmQkHalf(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b,
-                float alpha, float* c, ptrdiff_t ldc, bool accumulate) {
-  ForTileRows(m, [&](auto rows) {
-    GemmQkTile<Keys8, rows.value>(kpairs, a, lda, b, alpha, c, ldc, accumulate);
+    GemmQkMx16<rows.value>(kpairs, a, lda, b, alpha, c, ldc, accumulate);
   });
 }
 
@@ -266,7 +225,7 @@ void ToBf16(const float* src, int n, uint16_t* dst) {
 const Bf16AttentionKernels* Avx512Bf16AttentionKernels() {
   static const Bf16AttentionKernels kBf16 = {
       "avx512_bf16", PackKt<float>, PackV<float>, PackKt<uint16_t>, PackV<uint16_t>,
-      GemmQk,        GemmQkHalf,    GemmPv,           ToBf16};
+      GemmQk,        GemmPv,        ToBf16};
   return &kBf16;
 }
 

@@ -109,19 +109,6 @@ inline Range Intersect(Range a, int lo, int hi) {
   return {std::max(a.begin, lo), std::min(a.end, hi)};
 }
 
-// The part of the 16-key panel that begins at key `panel` which a tile's hull
-// `th` (already intersected with the panel) meets: its first half only (0),
-// its last half only (kTileCols / 2), or both (-1). Where a half-width kernel
-// exists (a 256-bit FMA costs half a 512-bit one on double-pumped AVX-512), a
-// panel met in one half runs that half alone; scores outside the hull are
-// never read.
-inline int PanelHalf(Range th, int panel) {
-  const int half = panel + kTileCols / 2;
-  if (th.end <= half) return 0;
-  if (th.begin >= half) return kTileCols / 2;
-  return -1;
-}
-
 // True when one of the d values at `row` is a NaN or an Inf (FP32 bits, or
 // BF16 bits stored as uint16_t).
 inline bool NonFiniteRow(const float* row, int d) {

@@ -93,12 +93,6 @@ struct Bf16AttentionKernels {
   void (*gemm_qk)(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b,
                   float alpha, float* c, ptrdiff_t ldc, bool accumulate);
 
-  // gemm_qk over 8 keys: b points at the lower half of a panel's first depth
-  // pair (the panel) or at its upper half (panel + 16), C rows are 8 floats.
-  // As gemm_half: a panel a register tile meets in one half only.
-  void (*gemm_qk_half)(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b,
-                       float alpha, float* c, ptrdiff_t ldc, bool accumulate);
-
   // C[m][16] += sum over keys [k0, k1) of P[i][key] * V[key][0..16), P row i at
   // p + i * ldp (BF16, indexed by key), V a pack_v slab (pair q at vp + q *
   // ldvp, ldvp = 32). Keys outside [k0, k1) are never read, not even the
