@@ -253,7 +253,7 @@ TEST_F(Bf16Attention, NanInAnUnseenKeyDoesNotLeak) {
 TEST_F(Bf16Attention, NanSeenOnlyByLaterTokensStaysInTheirRows) {
   for (bool shared : {false, true}) {
     for (bool tiles16 : {false, true}) {
-      for (int ratio : {1, 2, 4}) {
+      for (int ratio : {1, 2, 4, 8}) {  // 8: one KV head, outputs written in place
         const Shape s{8, 8 / ratio, 64, !shared, shared};
         Batch b(s, 51 + ratio);
         Problem& p = b.Banded(50, 6, 16, 52);
@@ -288,13 +288,18 @@ TEST_F(Bf16Attention, NanInASeenKeyPropagates) {
   for (float f : b.problems[0].out) EXPECT_TRUE(std::isnan(f));
 }
 
+// Also with one KV head and 16 query heads (outputs written in place: token
+// 1's rows fill whole register tiles that no P.V writes).
 TEST_F(Bf16Attention, EmptyRangeYieldsZero) {
-  for (bool sinks : {false, true}) {
-    Batch b({8, 2, 64, sinks, false}, 41);
-    b.Add(10, {0, 4, 7}, {5, 4, 10}, 42);  // token 1 sees nothing
-    b.Run(AttentionIsa::kBf16, nullptr);
-    EXPECT_LE(b.Check("empty"), 1.0);
-    for (int e = 0; e < 8 * 64; ++e) EXPECT_EQ(b.problems[0].out[8 * 64 + e], 0.0f);
+  for (int kv_heads : {2, 1}) {
+    for (bool sinks : {false, true}) {
+      const int hq = kv_heads == 1 ? 16 : 8;
+      Batch b({hq, kv_heads, 64, sinks, kv_heads == 1}, 41);
+      b.Add(10, {0, 4, 7}, {5, 4, 10}, 42);  // token 1 sees nothing
+      b.Run(AttentionIsa::kBf16, nullptr);
+      EXPECT_LE(b.Check("empty"), 1.0);
+      for (int e = 0; e < hq * 64; ++e) EXPECT_EQ(b.problems[0].out[hq * 64 + e], 0.0f);
+    }
   }
 }
 

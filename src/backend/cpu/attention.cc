@@ -76,23 +76,6 @@ void PackChunk(const AttentionKernels& kn, const SeqProblem& pr, int g, int c0, 
   }
 }
 
-// The in-place output of RunBlock, before P.V of its only chunk: the output
-// rows of the tiles whose P.V does not start with a full-tile write (no keys
-// in the chunk, or row by row) cleared.
-void ClearUnwrittenTiles(int tiles, int c0, int c1, float* o, int d, const Workspace& ws) {
-  for (int tile = 0; tile < tiles; ++tile) {
-    bool written = false;  // by a segment's full-tile gemm
-    const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
-    for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
-      const Range seg = Intersect(segs[n], c0, c1);
-      written = written || seg.begin < seg.end;
-    }
-    if (written && !ws.tile_rowwise[tile]) continue;
-    std::memset(o + static_cast<ptrdiff_t>(ws.tile_row0[tile]) * d, 0,
-                sizeof(float) * ws.tile_rows[tile] * d);
-  }
-}
-
 // Rows [row0, row1) of KV head g of one problem; row i is token i / ratio,
 // query head g * ratio + i % ratio.
 void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const SeqProblem& pr, int g,
@@ -209,7 +192,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
           accumulate = true;
         }
       };
-      RunPv(kn, in_place, /*clear=*/false, tiles, d, o, ws, pv);
+      RunPv(kn, in_place, tiles, d, o, ws, pv);
     }
   }
 

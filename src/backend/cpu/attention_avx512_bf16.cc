@@ -159,11 +159,11 @@ inline float Bf16ToF32(uint16_t x) {
 
 template <int M>
 void GemmPvMx16(int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
-                ptrdiff_t ldvp, float* c, ptrdiff_t ldc) {
+                ptrdiff_t ldvp, float* c, ptrdiff_t ldc, bool accumulate) {
   __m512 even[M], odd[M];
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) {
-    even[i] = _mm512_loadu_ps(c + i * ldc);
+    even[i] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
     odd[i] = _mm512_setzero_ps();
   }
   // Edge keys whose pair partner lies outside [k0, k1): one FP32 product each,
@@ -203,8 +203,10 @@ void GemmPvMx16(int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t
 }
 
 void GemmPv(int m, int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
-            ptrdiff_t ldvp, float* c, ptrdiff_t ldc) {
-  ForTileRows(m, [&](auto rows) { GemmPvMx16<rows.value>(k0, k1, p, ldp, vp, ldvp, c, ldc); });
+            ptrdiff_t ldvp, float* c, ptrdiff_t ldc, bool accumulate) {
+  ForTileRows(m, [&](auto rows) {
+    GemmPvMx16<rows.value>(k0, k1, p, ldp, vp, ldvp, c, ldc, accumulate);
+  });
 }
 
 // Round to nearest even (vcvtneps2bf16).

@@ -104,6 +104,7 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
                           : NonFiniteRow(pr.v + head + key * ldkv, d);
           },
           ws);
+      if (in_place) ClearUnwrittenTiles(tiles, c0, c1, o, d, ws);
       auto pv = [&](int tile, int j) {
         if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
           for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
@@ -111,11 +112,14 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
             if (rk.begin >= rk.end) continue;
             kb.gemm_pv(1, rk.begin - c0, rk.end - c0, p16 + static_cast<ptrdiff_t>(i) * lds, lds,
                        vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
-                       o + static_cast<ptrdiff_t>(i) * d + j, d);
+                       o + static_cast<ptrdiff_t>(i) * d + j, d, true);
           }
           return;
         }
+        // In place, a tile's first segment writes its rows (ClearUnwrittenTiles
+        // cleared the rows of the others).
         const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+        bool accumulate = !in_place;
         for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
           const Range seg = Intersect(segs[n], c0, c1);
           if (seg.begin >= seg.end) continue;
@@ -123,10 +127,11 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
           kb.gemm_pv(ws.tile_rows[tile], seg.begin - c0, seg.end - c0,
                      p16 + static_cast<ptrdiff_t>(r0) * lds, lds,
                      vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
-                     o + static_cast<ptrdiff_t>(r0) * d + j, d);
+                     o + static_cast<ptrdiff_t>(r0) * d + j, d, accumulate);
+          accumulate = true;
         }
       };
-      RunPv(kn, in_place, /*clear=*/true, tiles, d, o, ws, pv);  // gemm_pv accumulates
+      RunPv(kn, in_place, tiles, d, o, ws, pv);
     }
   }
 

@@ -288,25 +288,39 @@ inline void NormaliseRows(const AttentionKernels& kn, float* o, int d, int r0, i
   }
 }
 
+// The in-place output of a block, before P.V of its only chunk: the output
+// rows of the tiles whose P.V does not start with a full-tile write (no keys
+// in the chunk, or row by row) cleared. The others' first segment writes
+// without reading (the P.V kernels' `accumulate` = false).
+inline void ClearUnwrittenTiles(int tiles, int c0, int c1, float* o, int d, const Workspace& ws) {
+  for (int tile = 0; tile < tiles; ++tile) {
+    bool written = false;  // by a segment's full-tile gemm
+    const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+    for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
+      const Range seg = Intersect(segs[n], c0, c1);
+      written = written || seg.begin < seg.end;
+    }
+    if (written && !ws.tile_rowwise[tile]) continue;
+    std::memset(o + static_cast<ptrdiff_t>(ws.tile_row0[tile]) * d, 0,
+                sizeof(float) * ws.tile_rows[tile] * d);
+  }
+}
+
 // P.V of a chunk over every register tile; pv(tile, j) runs one tile's P.V
 // for columns [j, j + 16). In place: tile by tile, each output row written
 // once, front to back (a cold row written 64 bytes at a time across the tiles
-// stalls on every line; the V slabs come from L2), the tile's rows cleared
-// first when the kernel only accumulates (`clear`; 12 KiB at D = 512) and
-// normalised right after, while in L1. Otherwise slab by slab: a 16-column V
-// slab stays in L1 across the tiles.
+// stalls on every line; the V slabs come from L2), and normalised right
+// after, while in L1. Otherwise slab by slab: a 16-column V slab stays in L1
+// across the tiles.
 template <typename Pv>
-inline void RunPv(const AttentionKernels& kn, bool in_place, bool clear, int tiles, int d,
-                  float* o, const Workspace& ws, Pv&& pv) {
+inline void RunPv(const AttentionKernels& kn, bool in_place, int tiles, int d, float* o,
+                  const Workspace& ws, Pv&& pv) {
   if (!in_place) {
     for (int j = 0; j < d; j += kTileCols)
       for (int tile = 0; tile < tiles; ++tile) pv(tile, j);
     return;
   }
   for (int tile = 0; tile < tiles; ++tile) {
-    if (clear)
-      std::memset(o + static_cast<ptrdiff_t>(ws.tile_row0[tile]) * d, 0,
-                  sizeof(float) * ws.tile_rows[tile] * d);
     for (int j = 0; j < d; j += kTileCols) pv(tile, j);
     NormaliseRows(kn, o, d, ws.tile_row0[tile], ws.tile_rows[tile], ws);
   }

@@ -93,12 +93,12 @@ struct Bf16AttentionKernels {
   void (*gemm_qk)(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b,
                   float alpha, float* c, ptrdiff_t ldc, bool accumulate);
 
-  // C[m][16] += sum over keys [k0, k1) of P[i][key] * V[key][0..16), P row i at
-  // p + i * ldp (BF16, indexed by key), V a pack_v slab (pair q at vp + q *
-  // ldvp, ldvp = 32). Keys outside [k0, k1) are never read, not even the
-  // partner of an edge key.
+  // C[m][16] = (accumulate ? C : 0) + sum over keys [k0, k1) of P[i][key] *
+  // V[key][0..16), P row i at p + i * ldp (BF16, indexed by key), V a pack_v
+  // slab (pair q at vp + q * ldvp, ldvp = 32). Keys outside [k0, k1) are never
+  // read, not even the partner of an edge key.
   void (*gemm_pv)(int m, int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
-                  ptrdiff_t ldvp, float* c, ptrdiff_t ldc);
+                  ptrdiff_t ldvp, float* c, ptrdiff_t ldc, bool accumulate);
 
   // dst[i] = src[i] rounded to BF16 (nearest even), i < n.
   void (*to_bf16)(const float* src, int n, uint16_t* dst);
