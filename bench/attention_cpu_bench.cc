@@ -80,22 +80,30 @@ int main(int argc, char** argv) {
         ThreadPool pool(threads);
         const std::vector<SeqProblem>& pr = x.problems;
         const AttentionShape shape = x.Shape();
-        const Timing ours = TimeIt(
-            [&] { swa::cpu::Attend(shape, pr.data(), static_cast<int>(pr.size()), &pool); },
-            budget, min_reps);
-        const double err = RelErr(x.out, x.out_ref);
-        const double gf = x.flops / ours.best_s / 1e9;
-        if (threads == 1) ours_1thr = gf;
+        // Ours and OpenBLAS on one thread interleaved call by call (see
+        // TimeInterleaved), so that their ratio compares calls made in the same
+        // seconds; on 2 threads one after the other, since OpenBLAS's idle
+        // workers spin for a while after each call and would steal our CPU.
+        std::vector<Contender> cs{
+            {nullptr, [&] { swa::cpu::Attend(shape, pr.data(), static_cast<int>(pr.size()), &pool); }}};
         double blas_gf = 0;
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
         openblas_set_num_threads(static_cast<int>(threads));
         std::vector<float> blas_out(x.out.size());
         BlasScratch scratch;
-        const Timing blas =
-            TimeIt([&] { OpenBlasPipeline(x, blas_out.data(), scratch); }, budget, min_reps);
-        blas_gf = x.flops / blas.best_s / 1e9;
+        const Contender blas{nullptr, [&] { OpenBlasPipeline(x, blas_out.data(), scratch); }};
+        if (threads == 1) cs.push_back(blas);
+#endif
+        std::vector<Timing> t = TimeInterleaved(cs, budget * double(cs.size()), min_reps);
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+        if (threads != 1) t.push_back(TimeInterleaved({blas}, budget, min_reps)[0]);
+        blas_gf = x.flops / t[1].best_s / 1e9;
         if (RelErr(blas_out, x.out_ref) > 1e-4) std::printf("  (OpenBLAS pipeline disagrees!)\n");
 #endif
+        const Timing& ours = t[0];
+        const double err = RelErr(x.out, x.out_ref);
+        const double gf = x.flops / ours.best_s / 1e9;
+        if (threads == 1) ours_1thr = gf;
         const double naive_gf = x.flops / naive.best_s / 1e9;
         char pct[16] = "-", vs_blas[16] = "-", blas_str[16] = "-", scaling[16] = "-";
         const double cpu_gf = x.flops / ours.best_cpu_s / 1e9;  // per core actually used

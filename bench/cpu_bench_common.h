@@ -69,6 +69,48 @@ inline Timing TimeIt(const std::function<void()>& fn, double budget_s, int min_r
   return {t.front(), t[t.size() / 2], best_cpu};
 }
 
+// One contender of TimeInterleaved: `prepare` (may be empty) runs untimed
+// before each timed call of `run`.
+struct Contender {
+  std::function<void()> prepare, run;
+};
+
+// Times several contenders in rounds: every round calls each one once, in
+// turn, after one untimed warm-up round; rounds go on until `budget_s` has
+// passed and at least `min_rounds` ran. The speed of a shared VM drifts by
+// 20 % and more over seconds; timed in separate windows, two contenders'
+// best calls can fall in a fast and a slow stretch and their ratio then
+// measures the machine. Interleaved, every contender's calls come from the
+// same seconds, so their ratios compare the code.
+inline std::vector<Timing> TimeInterleaved(const std::vector<Contender>& cs, double budget_s,
+                                           int min_rounds) {
+  std::vector<std::vector<double>> t(cs.size());
+  std::vector<double> best_cpu(cs.size(), 1e30);
+  for (const Contender& c : cs) {
+    if (c.prepare) c.prepare();
+    c.run();
+  }
+  const auto start = Clock::now();
+  for (int round = 0;
+       round < min_rounds || std::chrono::duration<double>(Clock::now() - start).count() < budget_s;
+       ++round) {
+    for (size_t i = 0; i < cs.size(); ++i) {
+      if (cs[i].prepare) cs[i].prepare();
+      const double c0 = CpuSeconds();
+      const auto t0 = Clock::now();
+      cs[i].run();
+      t[i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      best_cpu[i] = std::min(best_cpu[i], CpuSeconds() - c0);
+    }
+  }
+  std::vector<Timing> out;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    std::sort(t[i].begin(), t[i].end());
+    out.push_back({t[i].front(), t[i][t[i].size() / 2], best_cpu[i]});
+  }
+  return out;
+}
+
 // ---- (a) FMA peak: 12 independent FMA chains hide the 4-cycle latency on two
 // ports. Timed in thread CPU time: preemption by other work does not lower it.
 #if defined(__x86_64__)

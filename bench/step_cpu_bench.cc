@@ -7,12 +7,18 @@
 //   build/bench/step_cpu_bench [--quick]
 //   build/bench/step_cpu_bench --case 1 --seqs 64 --threads 1 --repeat 200   # one row, for perf
 //
-// GFLOP/s counts 4 * D * W * Hq per token (every token sees W keys here).
-// Also printed: flops per CPU-second of the process (robust to preemption).
+// GFLOP/s counts 4 * D * W * Hq per token (every token sees W keys here), of
+// each contender's best call. Also printed: flops per CPU-second of the process
+// (robust to preemption). The contenders of one case and sequence count (ours
+// FP32, ours BF16, the baseline; 1 and 2 threads) are timed interleaved, call
+// by call, so that a ratio never compares a fast stretch of a shared machine
+// with a slow one.
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +38,7 @@ struct StepCase {
 };
 
 constexpr int kWindow = 128, kDraft = 5, kTokens = kDraft + 1, kHistory = 500;
+constexpr int kPrefillSeqs = 4;  // sequences per prefill step while setting up
 
 // One cache with `seqs` sequences prefilled to kHistory tokens.
 struct Fixture {
@@ -66,7 +73,8 @@ struct Fixture {
     }
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> u(-1, 1);
-    const int t_max = seqs * kHistory;
+    // Tokens of the largest step: a prefill of kPrefillSeqs sequences or the decode.
+    const int t_max = std::max(std::min(seqs, kPrefillSeqs) * kHistory, seqs * kTokens);
     q.resize(size_t(t_max) * c.hq * c.d);
     kv.resize(size_t(t_max) * c.hkv * c.d * (c.shared_kv ? 1 : 2));
     out.resize(q.size());
@@ -94,8 +102,11 @@ struct Fixture {
       swa_slot_alloc(cache, &slot);
       prefill.push_back({slot, kHistory, kHistory, 0});
       decode.push_back({slot, kTokens, kHistory + kTokens, 0});
+      if (int(prefill.size()) == kPrefillSeqs || s + 1 == seqs) {
+        Run(prefill);
+        prefill.clear();
+      }
     }
-    Run(prefill);
   }
   ~Fixture() {
     swa_plan_destroy(plan);
@@ -108,93 +119,81 @@ struct Fixture {
       std::exit(1);
     }
   }
+  // One timed contender: the decode step, re-planned untimed before each call
+  // (a rewind of kTokens, within the ring margin). bf16: the queries go in as
+  // BF16 (SWA_DTYPE_BF16), which lets the step take the AVX512-BF16 kernels on
+  // an MXFP8 or BF16 ring.
+  Contender DecodeStep(bool bf16) {
+    return {[this] {
+              if (swa_plan_build(plan, decode.data(), uint32_t(decode.size())) != SWA_OK) {
+                std::fprintf(stderr, "plan failed: %s\n", swa_last_error());
+                std::exit(1);
+              }
+            },
+            [this, bf16] {
+              args.q = bf16 ? static_cast<const void*>(q16.data()) : q.data();
+              args.q_dtype = bf16 ? SWA_DTYPE_BF16 : SWA_DTYPE_FP32;
+              if (swa_step(cache, plan, &args) != SWA_OK) {
+                std::fprintf(stderr, "step failed: %s\n", swa_last_error());
+                std::exit(1);
+              }
+            }};
+  }
 };
 
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
 // The unfused pipeline an engine would otherwise run on the same ring rows:
 // dequantise with our codec into tiles, then OpenBLAS sgemm, softmax, sgemm.
-// GFLOP/s of its best repeat; 0 without OpenBLAS.
-// *gf_cpu: the same per CPU-second of the process (best repeat).
-double BaselineGflops(const StepCase& c, const Fixture& f, int seqs, unsigned threads,
-                      double flops, double budget, int reps, double* gf_cpu) {
-  *gf_cpu = 0;
-#if defined(SWA_BENCH_HAVE_OPENBLAS)
-    // The same ring rows, dequantised into the tiles the pipeline multiplies.
-    openblas_set_num_threads(int(threads));
-    const Case bc{c.name, c.hq, c.hkv, c.d, kTokens, kWindow + kTokens - 1, kWindow, c.shared_kv};
-    Data x = MakeData(bc, seqs);
+struct Baseline {
+  Data x;
+  std::vector<int64_t> offsets;  // byte offset of each sequence's ring rows, oldest first
+  std::vector<float> out;
+  BlasScratch scratch;
+  const uint8_t* base;
+  int64_t pitch, head_stride;
+  swa::Format fmt;
+
+  Baseline(const StepCase& c, const Fixture& f, int seqs)
+      : x(MakeData({c.name, c.hq, c.hkv, c.d, kTokens, kWindow + kTokens - 1, kWindow, c.shared_kv},
+                   seqs)),
+        fmt(static_cast<swa::Format>(c.format)) {
     swa_tensor_view_t v;
     v.struct_size = sizeof v;
     swa_cache_layer_view(f.cache, 0, &v);
-    const auto fmt = static_cast<swa::Format>(c.format);
-    const int n_rows = bc.keys;
-    std::vector<int64_t> offsets(size_t(seqs) * n_rows);
+    base = static_cast<const uint8_t*>(v.data);
+    pitch = v.strides[1];
+    head_stride = v.strides[2];
+    const int n_rows = x.c.keys;
+    offsets.resize(size_t(seqs) * n_rows);
     for (int s = 0; s < seqs; ++s)
       for (int j = 0; j < n_rows; ++j)
         offsets[size_t(s) * n_rows + j] =
-            s * v.strides[0] + ((kHistory + kTokens - n_rows + j) % v.shape[1]) * v.strides[1];
-    BlasScratch scratch;
-    std::vector<float> blas_out(x.out.size());
-    const uint8_t* base = static_cast<const uint8_t*>(v.data);
-    const size_t vecs = size_t(seqs) * n_rows;
-    const Timing t = TimeIt(
-        [&] {
-          // K vectors (and V vectors after them in each token) of every row,
-          // one codec call per run of rows contiguous in the ring.
-          const int64_t pitch = v.strides[1];
-          const size_t stride = size_t(c.hkv) * c.d;
-          for (size_t i = 0; i < vecs;) {
-            size_t n = 1;
-            while (i + n < vecs && offsets[i + n] == offsets[i] + int64_t(n) * pitch) ++n;
-            for (int g = 0; g < c.hkv; ++g) {
-              const uint8_t* first = base + offsets[i] + int64_t(g) * v.strides[2];
-              swa::codec::DecodeRows(fmt, c.d, n, {.base = first, .stride = size_t(pitch)},
-                                     {x.k.data() + i * stride + size_t(g) * c.d,
-                                      swa::Dtype::kFp32, stride});
-              if (!c.shared_kv)
-                swa::codec::DecodeRows(
-                    fmt, c.d, n,
-                    {.base = first + int64_t(c.hkv) * v.strides[2], .stride = size_t(pitch)},
-                    {x.v.data() + i * stride + size_t(g) * c.d, swa::Dtype::kFp32, stride});
-            }
-            i += n;
-          }
-          OpenBlasPipeline(x, blas_out.data(), scratch);
-        },
-        budget, reps);
-    *gf_cpu = flops / t.best_cpu_s / 1e9;
-    return flops / t.best_s / 1e9;
-#else
-  (void)c, (void)f, (void)seqs, (void)threads, (void)flops, (void)budget, (void)reps;
-  return 0;
-#endif
-}
-
-// Best wall and CPU seconds of swa_step calls, each re-planning the same step
-// (a rewind of kTokens, within the ring margin): one untimed warm-up call, then
-// at least `reps` calls and `budget_s` seconds, as the baseline's TimeIt.
-// bf16: the queries go in as BF16 (SWA_DTYPE_BF16), which lets the step take
-// the AVX512-BF16 kernels on an MXFP8 or BF16 ring.
-bool TimeStep(Fixture& f, int seqs, int reps, double budget_s, bool bf16, double* best,
-              double* best_cpu) {
-  f.args.q = bf16 ? static_cast<const void*>(f.q16.data()) : f.q.data();
-  f.args.q_dtype = bf16 ? SWA_DTYPE_BF16 : SWA_DTYPE_FP32;
-  *best = *best_cpu = 1e30;
-  const auto start = Clock::now();
-  for (int r = -1; r < reps || std::chrono::duration<double>(Clock::now() - start).count() < budget_s;
-       ++r) {
-    if (swa_plan_build(f.plan, f.decode.data(), uint32_t(seqs)) != SWA_OK) return false;
-    if (r < 0) {  // warm-up: workspaces, page faults, clocks
-      if (swa_step(f.cache, f.plan, &f.args) != SWA_OK) return false;
-      continue;
-    }
-    const double c0 = CpuSeconds();
-    const auto t0 = Clock::now();
-    if (swa_step(f.cache, f.plan, &f.args) != SWA_OK) return false;
-    *best = std::min(*best, std::chrono::duration<double>(Clock::now() - t0).count());
-    *best_cpu = std::min(*best_cpu, CpuSeconds() - c0);
+            s * v.strides[0] + ((kHistory + kTokens - n_rows + j) % v.shape[1]) * pitch;
+    out.resize(x.out.size());
   }
-  return true;
-}
+  // K vectors (and V vectors after them in each token) of every row, one codec
+  // call per run of rows contiguous in the ring; then the OpenBLAS pipeline.
+  void Run() {
+    const Case& c = x.c;
+    const size_t stride = size_t(c.hkv) * c.d;
+    for (size_t i = 0; i < offsets.size();) {
+      size_t n = 1;
+      while (i + n < offsets.size() && offsets[i + n] == offsets[i] + int64_t(n) * pitch) ++n;
+      for (int g = 0; g < c.hkv; ++g) {
+        const uint8_t* first = base + offsets[i] + int64_t(g) * head_stride;
+        swa::codec::DecodeRows(fmt, c.d, n, {.base = first, .stride = size_t(pitch)},
+                               {x.k.data() + i * stride + size_t(g) * c.d, swa::Dtype::kFp32, stride});
+        if (!c.shared_kv)
+          swa::codec::DecodeRows(
+              fmt, c.d, n, {.base = first + int64_t(c.hkv) * head_stride, .stride = size_t(pitch)},
+              {x.v.data() + i * stride + size_t(g) * c.d, swa::Dtype::kFp32, stride});
+      }
+      i += n;
+    }
+    OpenBlasPipeline(x, out.data(), scratch);
+  }
+};
+#endif
 
 }  // namespace
 
@@ -262,33 +261,70 @@ int main(int argc, char** argv) {
     if (only_case >= 0 && ci != only_case) continue;
     for (int seqs : {16, 64}) {
       if (only_seqs > 0 && seqs != only_seqs) continue;
-      double one_thread = 0, one_thread16 = 0;
-      for (unsigned threads : {1u, 2u}) {
-        if (only_threads > 0 && int(threads) != only_threads) continue;
-        Fixture f(c, seqs, threads);
-        const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
-        // CPU time of the process too: robust to preemption on a shared machine.
-        double best, best_cpu, best16, best16_cpu;
-        best = best_cpu = best16 = best16_cpu = 1e30;
-        if (only != "bf16" && !TimeStep(f, seqs, reps, budget, false, &best, &best_cpu)) return 1;
-        if (only != "fp32" && !TimeStep(f, seqs, reps, budget, true, &best16, &best16_cpu)) return 1;
-        const double gf = flops / best / 1e9, gf16 = flops / best16 / 1e9;  // 0-ish if skipped
-        const double gf_cpu = flops / best_cpu / 1e9, gf16_cpu = flops / best16_cpu / 1e9;
-        if (threads == 1) one_thread = gf, one_thread16 = gf16;
+      // Every contender of this case and sequence count (ours fp32, ours bf16
+      // and the baseline, on 1 and on 2 threads) interleaved call by call (see
+      // TimeInterleaved), each for about `budget` seconds in all: every ratio
+      // printed compares calls made in the same seconds. All but the baseline
+      // on 2 threads, timed afterwards on its own: OpenBLAS's idle workers spin
+      // for a while after each multithreaded call and would steal the CPU from
+      // whichever contender came next.
+      std::vector<unsigned> thread_counts;
+      for (unsigned threads : {1u, 2u})
+        if (only_threads <= 0 || int(threads) == only_threads) thread_counts.push_back(threads);
+      // Per thread count: ours fp32, ours bf16, baseline; best_s 0 = not run.
+      std::vector<std::array<Timing, 3>> times(thread_counts.size(), std::array<Timing, 3>{});
+      std::vector<std::unique_ptr<Fixture>> fixtures;
+      std::vector<Contender> cs, alone;
+      std::vector<Timing*> cs_to, alone_to;
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+      std::vector<std::unique_ptr<Baseline>> baselines;
+#endif
+      for (size_t i = 0; i < thread_counts.size(); ++i) {
+        const unsigned threads = thread_counts[i];
+        fixtures.push_back(std::make_unique<Fixture>(c, seqs, threads));
+        Fixture& f = *fixtures.back();
+        if (only != "bf16") cs.push_back(f.DecodeStep(false)), cs_to.push_back(&times[i][0]);
+        if (only != "fp32") cs.push_back(f.DecodeStep(true)), cs_to.push_back(&times[i][1]);
+#if defined(SWA_BENCH_HAVE_OPENBLAS)
+        if (only.empty()) {
+          baselines.push_back(std::make_unique<Baseline>(c, f, seqs));
+          Baseline* b = baselines.back().get();
+          const Contender base{[threads] { openblas_set_num_threads(int(threads)); },
+                               [b] { b->Run(); }};
+          if (threads == 1) cs.push_back(base), cs_to.push_back(&times[i][2]);
+          else alone.push_back({nullptr, [b] { b->Run(); }}), alone_to.push_back(&times[i][2]);
+        }
+#endif
+      }
+      const std::vector<Timing> together = TimeInterleaved(cs, budget * double(cs.size()), reps);
+      for (size_t i = 0; i < cs.size(); ++i) *cs_to[i] = together[i];
+      for (size_t i = 0; i < alone.size(); ++i) {
+        openblas_set_num_threads(2);
+        *alone_to[i] = TimeInterleaved({alone[i]}, budget, reps)[0];
+      }
 
-        double base_cpu = 0;
-        const double base_gf =
-            only.empty() ? BaselineGflops(c, f, seqs, threads, flops, budget, reps, &base_cpu) : 0;
+      const double flops = 4.0 * c.d * kWindow * c.hq * kTokens * seqs;
+      double one_thread = 0, one_thread16 = 0;
+      for (size_t i = 0; i < thread_counts.size(); ++i) {
+        const unsigned threads = thread_counts[i];
+        // Wall clock, and CPU time of the process: robust to preemption on a
+        // shared machine. 0 where a contender did not run.
+        auto gflops = [&](double s) { return s > 0 ? flops / s / 1e9 : 0.0; };
+        const double gf = gflops(times[i][0].best_s), gf16 = gflops(times[i][1].best_s),
+                     base_gf = gflops(times[i][2].best_s), gf_cpu = gflops(times[i][0].best_cpu_s),
+                     gf16_cpu = gflops(times[i][1].best_cpu_s),
+                     base_cpu = gflops(times[i][2].best_cpu_s);
+        if (threads == 1) one_thread = gf, one_thread16 = gf16;
         auto ratio = [](double x, double y) {
           char buf[16] = "-";
-          if (x > 0 && y > 0 && x < 1e12 && y < 1e12) std::snprintf(buf, sizeof buf, "%.2fx", x / y);
+          if (x > 0 && y > 0) std::snprintf(buf, sizeof buf, "%.2fx", x / y);
           return std::string(buf);
         };
         std::string scal32 = "-", scal16 = "-";
         if (threads == 2) scal32 = ratio(gf, one_thread), scal16 = ratio(gf16, one_thread16);
         char pct[16] = "-", pct16[16] = "-";
-        if (peak > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak);
-        if (peak_bf16 > 0)
+        if (peak > 0 && gf_cpu > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak);
+        if (peak_bf16 > 0 && gf16_cpu > 0)
           std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16);
         std::printf("%-32.32s %4d %3u | %7.1f %7.1f %7.1f %7s %7s %7s | %7.1f %7.1f %7.1f %7s %7s %7s %6s %6s | %6s %6s\n",
                     c.name, seqs, threads, gf, gf16, base_gf, ratio(gf, base_gf).c_str(),
@@ -299,6 +335,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\nfp32: FP32 queries; bf16: the same queries as BF16; base: (b) on the same threads.\n"
+              "All but the 2-thread base timed interleaved, call by call; that one alone, after.\n"
               "%%FMA: fp32 per CPU-second against the larger 1-core FMA peak of (a); %%dpbf: bf16\n"
               "against the vdpbf16ps peak. scal32, scal16: 2 threads vs 1, wall clock (only meaningful\n"
               "on an otherwise idle machine). CPU-second figures ignore time the process was not\n"
