@@ -167,30 +167,40 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
 
       // O += P V over each tile's merged key segments. In place, a tile's
       // first segment writes its rows (ClearUnwrittenTiles cleared the rows of
-      // the others).
-      auto pv = [&](int tile, int j) {
+      // the others) and, with a gemm_pv kernel, its last divides them by l
+      // (RunPv).
+      auto pv = [&](int tile, int j, int cols, const float* scale) {
+        const int r0 = ws.tile_row0[tile];
+        const float* vj = vs + (j / kTileCols) * slab;
+        // Columns [j, j + cols) of rows at c, keys from `key` on.
+        auto gemm = [&](int m, int key, int k, const float* a, float* c, bool accumulate,
+                        const float* row_scale) {
+          const float* b = vj + (key - c0) * kTileCols;
+          if (kn.gemm_pv != nullptr) {
+            kn.gemm_pv(m, k, a, lds, b, slab, cols, c, d, accumulate, row_scale);
+            return;
+          }
+          for (int jj = 0; jj < cols; jj += kTileCols)
+            kn.gemm(m, k, a, lds, b + (jj / kTileCols) * slab, kTileCols, c + jj, d, accumulate);
+        };
         if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
-          for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
+          for (int i = r0; i < r0 + ws.tile_rows[tile]; ++i) {
             const Range rk = Intersect(ws.row_keys[i], c0, c1);
             if (rk.begin >= rk.end) continue;
-            kn.gemm(1, rk.end - rk.begin, s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0),
-                    lds, vs + (j / kTileCols) * slab + (rk.begin - c0) * kTileCols, kTileCols,
-                    o + static_cast<ptrdiff_t>(i) * d + j, d, true);
+            gemm(1, rk.begin, rk.end - rk.begin,
+                 s + static_cast<ptrdiff_t>(i) * lds + (rk.begin - c0),
+                 o + static_cast<ptrdiff_t>(i) * d + j, true, nullptr);
           }
-          return;
+          return false;
         }
-        const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
-        bool accumulate = !in_place;
-        for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
-          const Range seg = Intersect(segs[n], c0, c1);
-          if (seg.begin >= seg.end) continue;
-          const int r0 = ws.tile_row0[tile];
-          kn.gemm(ws.tile_rows[tile], seg.end - seg.begin,
-                  s + static_cast<ptrdiff_t>(r0) * lds + (seg.begin - c0), lds,
-                  vs + (j / kTileCols) * slab + (seg.begin - c0) * kTileCols, kTileCols,
-                  o + static_cast<ptrdiff_t>(r0) * d + j, d, accumulate);
-          accumulate = true;
-        }
+        if (kn.gemm_pv == nullptr) scale = nullptr;
+        return ForTileSegments(tile, c0, c1, !in_place, scale, ws,
+                               [&](Range seg, bool accumulate, const float* seg_scale) {
+                                 gemm(ws.tile_rows[tile], seg.begin, seg.end - seg.begin,
+                                      s + static_cast<ptrdiff_t>(r0) * lds + (seg.begin - c0),
+                                      o + static_cast<ptrdiff_t>(r0) * d + j, accumulate,
+                                      seg_scale);
+                               });
       };
       RunPv(kn, in_place, tiles, d, o, ws, pv);
     }

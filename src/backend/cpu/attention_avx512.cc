@@ -29,6 +29,7 @@ struct Zmm {
   static V Set1(float x) { return _mm512_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static void Store(float* p, V x) { _mm512_storeu_ps(p, x); }
 };
 struct Ymm {
@@ -38,13 +39,15 @@ struct Ymm {
   static V Set1(float x) { return _mm256_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static void Store(float* p, V x) { _mm256_storeu_ps(p, x); }
 };
 
-// C[M x lanes] (+)= A[M x k] B[k x lanes], one register per row.
+// C[M x lanes] (+)= A[M x k] B[k x lanes], one register per row; row i then
+// multiplied by row_scale[i] unless row_scale is nullptr.
 template <class R, int M>
 void GemmTile(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
-              ptrdiff_t ldc, bool accumulate) {
+              ptrdiff_t ldc, bool accumulate, const float* row_scale = nullptr) {
   typename R::V even[M], odd[M];
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) {
@@ -68,13 +71,26 @@ void GemmTile(int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ld
     for (int i = 0; i < M; ++i) even[i] = R::Fma(R::Set1(a[i * lda + kk]), b0, even[i]);
   }
 #pragma GCC unroll 6
-  for (int i = 0; i < M; ++i) R::Store(c + i * ldc, R::Add(even[i], odd[i]));
+  for (int i = 0; i < M; ++i) {
+    const typename R::V sum = R::Add(even[i], odd[i]);
+    R::Store(c + i * ldc, row_scale != nullptr ? R::Mul(sum, R::Set1(row_scale[i])) : sum);
+  }
 }
 
 void Gemm(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb, float* c,
           ptrdiff_t ldc, bool accumulate) {
   ForTileRows(m, [&](auto rows) {
     GemmTile<Zmm, rows.value>(k, a, lda, b, ldb, c, ldc, accumulate);
+  });
+}
+
+// gemm_pv: the Mx16 tile over each 16-column slab of B in turn.
+void GemmPv(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t slab, int cols,
+            float* c, ptrdiff_t ldc, bool accumulate, const float* row_scale) {
+  ForTileRows(m, [&](auto rows) {
+    for (int j = 0; j < cols; j += kTileCols)
+      GemmTile<Zmm, rows.value>(k, a, lda, b + (j / kTileCols) * slab, kTileCols, c + j, ldc,
+                                accumulate, row_scale);
   });
 }
 
@@ -177,8 +193,8 @@ void ScaleRow(float* dst, const float* src, int n, float s) {
 const AttentionKernels* Avx512AttentionKernels() {
   const AttentionKernels* avx2 = Avx2AttentionKernels();
   if (avx2 == nullptr) return nullptr;
-  static const AttentionKernels kAvx512 = {"avx512", Gemm, RowMax, ExpSum, ScaleRow,
-                                           avx2->pack_kt, GemmHalf};
+  static const AttentionKernels kAvx512 = {"avx512", Gemm,          RowMax,   ExpSum, ScaleRow,
+                                           avx2->pack_kt, GemmHalf, GemmPv};
   return &kAvx512;
 }
 

@@ -157,9 +157,13 @@ inline float Bf16ToF32(uint16_t x) {
   return f;
 }
 
+// One 16-column slab of GemmPv (pair q at vp + 32 * q).
 template <int M>
-void GemmPvMx16(int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
-                ptrdiff_t ldvp, float* c, ptrdiff_t ldc, bool accumulate) {
+__attribute__((always_inline)) inline void GemmPvMx16(int k0, int k1, const uint16_t* p,
+                                                      ptrdiff_t ldp, const uint16_t* vp, float* c,
+                                                      ptrdiff_t ldc, bool accumulate,
+                                                      const float* row_scale) {
+  constexpr ptrdiff_t kPair = 32;
   __m512 even[M], odd[M];
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i) {
@@ -169,7 +173,7 @@ void GemmPvMx16(int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t
   // Edge keys whose pair partner lies outside [k0, k1): one FP32 product each,
   // so the partner (which may hold anything) is never read into an output.
   auto single = [&](int key) {
-    const __m512 v = KeyOfPair(vp + (key / 2) * ldvp, key & 1);
+    const __m512 v = KeyOfPair(vp + (key / 2) * kPair, key & 1);
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i)
       even[i] = _mm512_fmadd_ps(_mm512_set1_ps(Bf16ToF32(p[i * ldp + key])), v, even[i]);
@@ -182,8 +186,8 @@ void GemmPvMx16(int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t
     if (k0 & 1) single(k0);
     int q = q0;
     for (; q + 2 <= q1; q += 2) {
-      const __m512bh v0 = AsBh(_mm512_loadu_si512(vp + q * ldvp));
-      const __m512bh v1 = AsBh(_mm512_loadu_si512(vp + (q + 1) * ldvp));
+      const __m512bh v0 = AsBh(_mm512_loadu_si512(vp + q * kPair));
+      const __m512bh v1 = AsBh(_mm512_loadu_si512(vp + (q + 1) * kPair));
 #pragma GCC unroll 6
       for (int i = 0; i < M; ++i) {
         even[i] = _mm512_dpbf16_ps(even[i], AsBh(BroadcastPair(p + i * ldp + 2 * q)), v0);
@@ -191,7 +195,7 @@ void GemmPvMx16(int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t
       }
     }
     if (q < q1) {
-      const __m512bh v0 = AsBh(_mm512_loadu_si512(vp + q * ldvp));
+      const __m512bh v0 = AsBh(_mm512_loadu_si512(vp + q * kPair));
 #pragma GCC unroll 6
       for (int i = 0; i < M; ++i)
         even[i] = _mm512_dpbf16_ps(even[i], AsBh(BroadcastPair(p + i * ldp + 2 * q)), v0);
@@ -199,13 +203,20 @@ void GemmPvMx16(int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t
     if (k1 & 1) single(k1 - 1);
   }
 #pragma GCC unroll 6
-  for (int i = 0; i < M; ++i) _mm512_storeu_ps(c + i * ldc, _mm512_add_ps(even[i], odd[i]));
+  for (int i = 0; i < M; ++i) {
+    const __m512 sum = _mm512_add_ps(even[i], odd[i]);
+    _mm512_storeu_ps(c + i * ldc,
+                     row_scale != nullptr ? _mm512_mul_ps(sum, _mm512_set1_ps(row_scale[i])) : sum);
+  }
 }
 
 void GemmPv(int m, int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
-            ptrdiff_t ldvp, float* c, ptrdiff_t ldc, bool accumulate) {
+            ptrdiff_t slab, int cols, float* c, ptrdiff_t ldc, bool accumulate,
+            const float* row_scale) {
   ForTileRows(m, [&](auto rows) {
-    GemmPvMx16<rows.value>(k0, k1, p, ldp, vp, ldvp, c, ldc, accumulate);
+    for (int j = 0; j < cols; j += kTileCols)
+      GemmPvMx16<rows.value>(k0, k1, p, ldp, vp + (j / kTileCols) * slab, c + j, ldc, accumulate,
+                             row_scale);
   });
 }
 

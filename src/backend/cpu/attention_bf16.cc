@@ -105,31 +105,29 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
           },
           ws);
       if (in_place) ClearUnwrittenTiles(tiles, c0, c1, o, d, ws);
-      auto pv = [&](int tile, int j) {
+      // O += P V over each tile's merged key segments. In place, a tile's
+      // first segment writes its rows (ClearUnwrittenTiles cleared the rows of
+      // the others) and its last divides them by l (RunPv).
+      const ptrdiff_t slab = PairSlabStride(c1 - c0);
+      auto pv = [&](int tile, int j, int cols, const float* scale) {
+        const int r0 = ws.tile_row0[tile];
+        const uint16_t* vj = vp + (j / kTileCols) * slab;
         if (ws.tile_rowwise[tile]) {  // a non-finite value not every row sees
-          for (int i = ws.tile_row0[tile]; i < ws.tile_row0[tile] + ws.tile_rows[tile]; ++i) {
+          for (int i = r0; i < r0 + ws.tile_rows[tile]; ++i) {
             const Range rk = Intersect(ws.row_keys[i], c0, c1);
             if (rk.begin >= rk.end) continue;
             kb.gemm_pv(1, rk.begin - c0, rk.end - c0, p16 + static_cast<ptrdiff_t>(i) * lds, lds,
-                       vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
-                       o + static_cast<ptrdiff_t>(i) * d + j, d, true);
+                       vj, slab, cols, o + static_cast<ptrdiff_t>(i) * d + j, d, true, nullptr);
           }
-          return;
+          return false;
         }
-        // In place, a tile's first segment writes its rows (ClearUnwrittenTiles
-        // cleared the rows of the others).
-        const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
-        bool accumulate = !in_place;
-        for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
-          const Range seg = Intersect(segs[n], c0, c1);
-          if (seg.begin >= seg.end) continue;
-          const int r0 = ws.tile_row0[tile];
-          kb.gemm_pv(ws.tile_rows[tile], seg.begin - c0, seg.end - c0,
-                     p16 + static_cast<ptrdiff_t>(r0) * lds, lds,
-                     vp + (j / kTileCols) * PairSlabStride(c1 - c0), 32,
-                     o + static_cast<ptrdiff_t>(r0) * d + j, d, accumulate);
-          accumulate = true;
-        }
+        return ForTileSegments(tile, c0, c1, !in_place, scale, ws,
+                               [&](Range seg, bool accumulate, const float* seg_scale) {
+                                 kb.gemm_pv(ws.tile_rows[tile], seg.begin - c0, seg.end - c0,
+                                            p16 + static_cast<ptrdiff_t>(r0) * lds, lds, vj, slab,
+                                            cols, o + static_cast<ptrdiff_t>(r0) * d + j, d,
+                                            accumulate, seg_scale);
+                               });
       };
       RunPv(kn, in_place, tiles, d, o, ws, pv);
     }

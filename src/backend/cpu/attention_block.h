@@ -306,23 +306,55 @@ inline void ClearUnwrittenTiles(int tiles, int c0, int c1, float* o, int d, cons
   }
 }
 
-// P.V of a chunk over every register tile; pv(tile, j) runs one tile's P.V
-// for columns [j, j + 16). In place: tile by tile, each output row written
-// once, front to back (a cold row written 64 bytes at a time across the tiles
-// stalls on every line; the V slabs come from L2), and normalised right
-// after, while in L1. Otherwise slab by slab: a 16-column V slab stays in L1
-// across the tiles.
+// Calls seg_fn(seg, accumulate, scale) for each of a register tile's merged
+// key segments within [c0, c1), in order: accumulate is `accumulate` for the
+// first and true after it; `scale` goes with the last only (nullptr to the
+// others). Returns whether the last got it (`scale` != nullptr and the tile
+// has keys in the chunk).
+template <typename SegFn>
+inline bool ForTileSegments(int tile, int c0, int c1, bool accumulate, const float* scale,
+                            const Workspace& ws, SegFn&& seg_fn) {
+  const Range* segs = &ws.tile_segments[static_cast<size_t>(tile) * kTileRows];
+  int last = -1;
+  for (int n = 0; n < ws.tile_segment_count[tile]; ++n) {
+    const Range seg = Intersect(segs[n], c0, c1);
+    if (seg.begin < seg.end) last = n;
+  }
+  for (int n = 0; n <= last; ++n) {
+    const Range seg = Intersect(segs[n], c0, c1);
+    if (seg.begin >= seg.end) continue;
+    seg_fn(seg, accumulate, n == last ? scale : nullptr);
+    accumulate = true;
+  }
+  return last >= 0 && scale != nullptr;
+}
+
+// P.V of a chunk over every register tile; pv(tile, j, cols, scale) runs one
+// tile's P.V for output columns [j, j + cols) and, given `scale` (1 / l of
+// the tile's rows, in place only), multiplies the rows by it in their last
+// write, returning whether it did. In place: tile by tile, each output row
+// written once, front to back, by one pv over all its columns (a cold row
+// written 64 bytes at a time across the tiles stalls on every line; the V
+// slabs come from L2), and divided by its final l in that write or right
+// after (NormaliseRows), while in L1. Otherwise slab by slab: a 16-column V
+// slab stays in L1 across the tiles.
 template <typename Pv>
 inline void RunPv(const AttentionKernels& kn, bool in_place, int tiles, int d, float* o,
                   const Workspace& ws, Pv&& pv) {
   if (!in_place) {
     for (int j = 0; j < d; j += kTileCols)
-      for (int tile = 0; tile < tiles; ++tile) pv(tile, j);
+      for (int tile = 0; tile < tiles; ++tile) pv(tile, j, kTileCols, nullptr);
     return;
   }
   for (int tile = 0; tile < tiles; ++tile) {
-    for (int j = 0; j < d; j += kTileCols) pv(tile, j);
-    NormaliseRows(kn, o, d, ws.tile_row0[tile], ws.tile_rows[tile], ws);
+    const int r0 = ws.tile_row0[tile], n = ws.tile_rows[tile];
+    float inv[kTileRows];
+    bool fuse = true;  // l == 0 (no key, no sink) is a zero row: NormaliseRows
+    for (int i = 0; i < n; ++i) {
+      fuse = fuse && ws.l[r0 + i] != 0.0f;
+      inv[i] = fuse ? 1.0f / ws.l[r0 + i] : 0.0f;
+    }
+    if (!pv(tile, 0, d, fuse ? inv : nullptr)) NormaliseRows(kn, o, d, r0, n, ws);
   }
 }
 

@@ -47,6 +47,15 @@ struct AttentionKernels {
   // register tile's keys in only one half on that half alone.
   void (*gemm_half)(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb,
                     float* c, ptrdiff_t ldc, bool accumulate);
+
+  // The value GEMM over whole output rows, or nullptr (the driver then calls
+  // gemm per 16 columns and scale_row after): C[m][cols] = ((accumulate ? C :
+  // 0) + A[m][k] * B) * (row_scale ? row_scale[i] : 1), cols a multiple of 16,
+  // B in 16-column slabs of k rows (slab j, columns 16j .. 16j + 15, row kk at
+  // b + j * slab + 16 * kk). The scale multiplies the FP32 sum as scale_row
+  // would after (same bits).
+  void (*gemm_pv)(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t slab,
+                  int cols, float* c, ptrdiff_t ldc, bool accumulate, const float* row_scale);
 };
 
 // Calls fn(std::integral_constant<int, M>{}) for M = clamp(m, 1, kTileRows):
@@ -93,12 +102,16 @@ struct Bf16AttentionKernels {
   void (*gemm_qk)(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t* b,
                   float alpha, float* c, ptrdiff_t ldc, bool accumulate);
 
-  // C[m][16] = (accumulate ? C : 0) + sum over keys [k0, k1) of P[i][key] *
-  // V[key][0..16), P row i at p + i * ldp (BF16, indexed by key), V a pack_v
-  // slab (pair q at vp + q * ldvp, ldvp = 32). Keys outside [k0, k1) are never
-  // read, not even the partner of an edge key.
+  // C[m][cols] = ((accumulate ? C : 0) + sum over keys [k0, k1) of P[i][key] *
+  // V[key][0..cols)) * (row_scale ? row_scale[i] : 1), 1 <= m <= 6, cols a
+  // multiple of 16; P row i at p + i * ldp (BF16, indexed by key), V in pack_v
+  // slabs (slab j, columns 16j .. 16j + 15, at vp + j * slab; pair q of a slab
+  // 32 values after pair q - 1). The scale multiplies the FP32 sum as a
+  // separate pass would (same bits). Keys outside [k0, k1) are never read,
+  // not even the partner of an edge key.
   void (*gemm_pv)(int m, int k0, int k1, const uint16_t* p, ptrdiff_t ldp, const uint16_t* vp,
-                  ptrdiff_t ldvp, float* c, ptrdiff_t ldc, bool accumulate);
+                  ptrdiff_t slab, int cols, float* c, ptrdiff_t ldc, bool accumulate,
+                  const float* row_scale);
 
   // dst[i] = src[i] rounded to BF16 (nearest even), i < n.
   void (*to_bf16)(const float* src, int n, uint16_t* dst);
