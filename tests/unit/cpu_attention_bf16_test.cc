@@ -347,5 +347,86 @@ TEST_F(Bf16Attention, PRoundingStaysBelowBf16UnitRoundoff) {
   EXPECT_GT(worst, std::ldexp(1.0, -9));
 }
 
+// gemm_qk_rows (FP32 and BF16 key rows) against FP64 dot products, for every
+// tile height, key count and a few depths, on poisoned outputs: exact
+// products, FP32 sums (bound: depth * 2^-24 * sum |products|), columns past n
+// untouched, and the FP32 and BF16 variants giving the same bits.
+TEST_F(Bf16Attention, EdgeScoresFromKeyRowsMatchFp64Dots) {
+  const Bf16AttentionKernels& kb = *Avx512Bf16AttentionKernels();
+  std::mt19937 rng(71);
+  const float alpha = 0.37f;
+  for (int d : {32, 64, 512}) {
+    const ptrdiff_t lda = d + 32, ldk = d + 64, ldc = 11;  // strided, not packed
+    for (int m = 1; m <= kTileRows; ++m) {
+      for (int n = 1; n <= 9; ++n) {
+        std::vector<float> a, k;
+        Fill(a, size_t(m) * lda, 2.0f, rng);
+        Fill(k, size_t(n) * ldk, 1.0f, rng);
+        std::vector<uint16_t> a16(a.size()), k16(k.size());
+        for (size_t i = 0; i < a.size(); ++i) a16[i] = Bf16Bits(a[i]);
+        for (size_t i = 0; i < k.size(); ++i) k16[i] = Bf16Bits(k[i]);
+        std::vector<float> c(size_t(m) * ldc, kNaN), c16(c.size(), kNaN);
+        kb.gemm_qk_rows(m, n, d / 2, a16.data(), lda, k.data(), ldk, alpha, c.data(), ldc);
+        kb.gemm_qk_rows16(m, n, d / 2, a16.data(), lda, k16.data(), ldk, alpha, c16.data(), ldc);
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < ldc; ++j) {
+            const float got = c[size_t(i) * ldc + j];
+            if (j >= n) {
+              EXPECT_TRUE(std::isnan(got)) << "column " << j << " past n " << n << " written";
+              continue;
+            }
+            double want = 0, mag = 0;
+            for (int e = 0; e < d; ++e) {
+              const double x = double(a[size_t(i) * lda + e]) * k[size_t(j) * ldk + e];
+              want += x;
+              mag += std::fabs(x);
+            }
+            want *= alpha;
+            EXPECT_NEAR(got, want, d * std::ldexp(1.0, -24) * mag * alpha + 1e-30)
+                << "d " << d << " m " << m << " n " << n << " row " << i << " key " << j;
+            uint32_t b32, b16;
+            std::memcpy(&b32, &got, 4);
+            std::memcpy(&b16, &c16[size_t(i) * ldc + j], 4);
+            EXPECT_EQ(b32, b16) << "d " << d << " m " << m << " n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// gemm_pv over several 16-column slabs with a row scale: the same bits as the
+// unscaled call followed by a separate multiply (the in-place normalisation).
+TEST_F(Bf16Attention, ValueGemmRowScaleEqualsASeparatePass) {
+  const Bf16AttentionKernels& kb = *Avx512Bf16AttentionKernels();
+  std::mt19937 rng(73);
+  const int keys = 37, cols = 64, m = 5;
+  std::vector<float> v, pf, scale;
+  Fill(v, size_t(keys) * cols, 1.0f, rng);
+  Fill(pf, size_t(m) * keys, 1.0f, rng);
+  Fill(scale, m, 1.0f, rng);
+  std::vector<uint16_t> p16(pf.size());
+  for (size_t i = 0; i < pf.size(); ++i) p16[i] = Bf16Bits(pf[i]);
+  const ptrdiff_t slab = PairSlabStride(keys);
+  std::vector<uint16_t> vp(size_t(slab) * (cols / kTileCols));
+  kb.pack_v(v.data(), cols, keys, cols, vp.data());
+  for (bool accumulate : {false, true}) {
+    std::vector<float> fused(size_t(m) * cols), plain;
+    Fill(fused, fused.size(), 1.0f, rng);
+    plain = fused;
+    kb.gemm_pv(m, 3, keys, p16.data(), keys, vp.data(), slab, cols, fused.data(), cols, accumulate,
+               scale.data());
+    kb.gemm_pv(m, 3, keys, p16.data(), keys, vp.data(), slab, cols, plain.data(), cols, accumulate,
+               nullptr);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < cols; ++j) {
+        const float want = plain[size_t(i) * cols + j] * scale[i];
+        EXPECT_EQ(std::memcmp(&fused[size_t(i) * cols + j], &want, 4), 0)
+            << "row " << i << " column " << j << " accumulate " << accumulate;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace swa::cpu

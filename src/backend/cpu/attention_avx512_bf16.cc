@@ -143,6 +143,61 @@ void GemmQk(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t*
   });
 }
 
+// Sum of the 16 lanes (halves folded: GCC 12's _mm512_reduce_add_ps warns).
+inline float ReduceAdd(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
+  __m128 x = _mm512_castps512_ps128(v);
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
+// M rows by N (<= 4) keys of GemmQkRows: M * N accumulators, one per score,
+// each summing 32 products (16 lanes x a pair) per step of the depth.
+template <int M, int N, typename T>
+void QkRowsTile(int kpairs, const uint16_t* a, ptrdiff_t lda, const T* k, ptrdiff_t ldk,
+                float alpha, float* c, ptrdiff_t ldc) {
+  __m512 acc[M][N];
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < N; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int e = 0; e < 2 * kpairs; e += 32) {
+    __m512bh kv[N];
+#pragma GCC unroll 4
+    for (int j = 0; j < N; ++j) kv[j] = AsBh(PairsOf(k + j * ldk + e));
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      const __m512bh q = AsBh(_mm512_loadu_si512(a + i * lda + e));
+#pragma GCC unroll 4
+      for (int j = 0; j < N; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], q, kv[j]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < N; ++j) c[i * ldc + j] = ReduceAdd(acc[i][j]) * alpha;
+}
+
+// gemm_qk_rows: the scores of n keys read from their rows, four at a time.
+template <typename T>
+void GemmQkRows(int m, int n, int kpairs, const uint16_t* a, ptrdiff_t lda, const T* k,
+                ptrdiff_t ldk, float alpha, float* c, ptrdiff_t ldc) {
+  ForTileRows(m, [&](auto rows) {
+    constexpr int M = rows.value;
+    for (int j = 0; j < n; j += 4) {
+      const T* kj = k + j * ldk;
+      switch (n - j) {
+        case 1: QkRowsTile<M, 1>(kpairs, a, lda, kj, ldk, alpha, c + j, ldc); break;
+        case 2: QkRowsTile<M, 2>(kpairs, a, lda, kj, ldk, alpha, c + j, ldc); break;
+        case 3: QkRowsTile<M, 3>(kpairs, a, lda, kj, ldk, alpha, c + j, ldc); break;
+        default: QkRowsTile<M, 4>(kpairs, a, lda, kj, ldk, alpha, c + j, ldc); break;
+      }
+    }
+  });
+}
+
 // One key of a packed pair as FP32 (exact): the low or the high half.
 inline __m512 KeyOfPair(const uint16_t* pair, int half) {
   const __m512i x = _mm512_loadu_si512(pair);
@@ -237,8 +292,8 @@ void ToBf16(const float* src, int n, uint16_t* dst) {
 
 const Bf16AttentionKernels* Avx512Bf16AttentionKernels() {
   static const Bf16AttentionKernels kBf16 = {
-      "avx512_bf16", PackKt<float>, PackV<float>, PackKt<uint16_t>, PackV<uint16_t>,
-      GemmQk,        GemmPv,        ToBf16};
+      "avx512_bf16", PackKt<float>,  PackV<float>, PackKt<uint16_t>, PackV<uint16_t>, GemmQk,
+      GemmPv,        ToBf16,         GemmQkRows<float>, GemmQkRows<uint16_t>};
   return &kBf16;
 }
 

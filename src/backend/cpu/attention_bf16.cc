@@ -15,6 +15,12 @@ namespace {
 // BF16 K^T panels are half the bytes of FP32 ones: a whole 512-deep panel
 // (16 KiB) stays in L1.
 constexpr int kBf16DepthSplit = 2 * kDepthSplit;
+// Whether the scores of a register tile's n keys in a K^T panel are cheaper
+// from their rows (gemm_qk_rows) than from the whole panel (gemm_qk). Per row
+// and depth D, the panel costs D / 2 vdpbf16ps whatever n is; the rows cost
+// n * D / 32, plus one horizontal sum per score (about 6 cycles). Taken below
+// two thirds of the panel's cost: n <= 7 at D = 512, 2 at D = 64.
+inline bool EdgeByRows(int n, int d) { return n * (d / 32 + 6) * 3 <= d; }
 
 uint16_t* U16(FloatBuffer& b, size_t n) { return reinterpret_cast<uint16_t*>(b.Get((n + 1) / 2)); }
 }  // namespace
@@ -80,6 +86,22 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
             const Range th = Intersect(ws.tile_hull[tile], c0 + p, c0 + p + kTileCols);
             if (th.begin >= th.end) continue;
             const int r0 = ws.tile_row0[tile];
+            // A panel the tile's keys meet in a few columns only (a band's
+            // edge): those keys' scores from their rows, the whole depth at
+            // once. Scores outside the hull are never read.
+            const int n = th.end - th.begin;
+            if (EdgeByRows(n, d)) {
+              if (d0 > 0) continue;
+              float* st = s + static_cast<ptrdiff_t>(r0) * lds + (th.begin - c0);
+              const uint16_t* qt = q + static_cast<ptrdiff_t>(r0) * d;
+              if (tile16)
+                kb.gemm_qk_rows16(ws.tile_rows[tile], n, d / 2, qt, d,
+                                  pr.k16 + head + th.begin * ldkv, ldkv, shape.scale, st, lds);
+              else
+                kb.gemm_qk_rows(ws.tile_rows[tile], n, d / 2, qt, d,
+                                pr.k + head + th.begin * ldkv, ldkv, shape.scale, st, lds);
+              continue;
+            }
             kb.gemm_qk(ws.tile_rows[tile], depth / 2, q + static_cast<ptrdiff_t>(r0) * d + d0, d,
                        kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols, shape.scale,
                        s + static_cast<ptrdiff_t>(r0) * lds + p, lds, d0 > 0);

@@ -115,6 +115,18 @@ struct Bf16AttentionKernels {
 
   // dst[i] = src[i] rounded to BF16 (nearest even), i < n.
   void (*to_bf16)(const float* src, int n, uint16_t* dst);
+
+  // C[m][n] = alpha * A[m][2*kpairs] . K[n][2*kpairs], 1 <= m <= 6, n >= 1,
+  // kpairs a multiple of 16: the scores of a few keys straight from their rows
+  // (key j at k + j * ldk, FP32 values exact in BF16, or BF16), for a K^T
+  // panel that meets a register tile's keys in only a few of its 16 columns
+  // (a full panel costs the same for 1 key as for 16). A as for gemm_qk; C row
+  // i at c + i * ldc, columns [0, n) written. Products exact, sums in FP32 (in
+  // another order than gemm_qk's).
+  void (*gemm_qk_rows)(int m, int n, int kpairs, const uint16_t* a, ptrdiff_t lda, const float* k,
+                       ptrdiff_t ldk, float alpha, float* c, ptrdiff_t ldc);
+  void (*gemm_qk_rows16)(int m, int n, int kpairs, const uint16_t* a, ptrdiff_t lda,
+                         const uint16_t* k, ptrdiff_t ldk, float alpha, float* c, ptrdiff_t ldc);
 };
 
 const AttentionKernels& PortableAttentionKernels();
