@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backend/cpu/attention_kernels.h"
+#include "backend/cpu/avx512_reduce.h"
 
 namespace swa::cpu {
 namespace {
@@ -127,25 +128,6 @@ inline __m512 Exp16(__m512 x) {
 }
 
 inline __mmask16 TailMask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
-
-// Horizontal max / sum by folding halves (GCC 12's _mm512_reduce_* warn).
-inline float ReduceMax(__m512 v) {
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));  // 256-bit halves
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));  // 128-bit lanes
-  __m128 s = _mm512_castps512_ps128(v);
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float ReduceAdd(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
-  __m128 s = _mm512_castps512_ps128(v);
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 float RowMax(const float* x, int n) {
   __m512 m = _mm512_set1_ps(-__builtin_inff());

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "backend/cpu/attention_kernels.h"
+#include "backend/cpu/avx512_reduce.h"
 
 namespace swa::cpu {
 namespace {
@@ -141,16 +142,6 @@ void GemmQk(int m, int kpairs, const uint16_t* a, ptrdiff_t lda, const uint16_t*
   ForTileRows(m, [&](auto rows) {
     GemmQkMx16<rows.value>(kpairs, a, lda, b, alpha, c, ldc, accumulate);
   });
-}
-
-// Sum of the 16 lanes (halves folded: GCC 12's _mm512_reduce_add_ps warns).
-inline float ReduceAdd(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
-  __m128 x = _mm512_castps512_ps128(v);
-  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_add_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
 }
 
 // M rows by N (<= 4) keys of GemmQkRows: M * N accumulators, one per score,
