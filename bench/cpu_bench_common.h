@@ -51,24 +51,6 @@ inline double CpuSeconds() {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-// Repeats fn until `budget_s` has passed (at least `min_reps` times).
-inline Timing TimeIt(const std::function<void()>& fn, double budget_s, int min_reps) {
-  fn();  // warm caches and workspaces
-  std::vector<double> t;
-  double best_cpu = 1e30;
-  const auto start = Clock::now();
-  while (static_cast<int>(t.size()) < min_reps ||
-         std::chrono::duration<double>(Clock::now() - start).count() < budget_s) {
-    const double c0 = CpuSeconds();
-    const auto t0 = Clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    best_cpu = std::min(best_cpu, CpuSeconds() - c0);
-  }
-  std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2], best_cpu};
-}
-
 // One contender of TimeInterleaved: `prepare` (may be empty) runs untimed
 // before each timed call of `run`.
 struct Contender {
@@ -109,6 +91,12 @@ inline std::vector<Timing> TimeInterleaved(const std::vector<Contender>& cs, dou
     out.push_back({t[i].front(), t[i][t[i].size() / 2], best_cpu[i]});
   }
   return out;
+}
+
+// Repeats fn until `budget_s` has passed (at least `min_reps` times), after
+// one untimed warm-up call: TimeInterleaved with one contender.
+inline Timing TimeIt(const std::function<void()>& fn, double budget_s, int min_reps) {
+  return TimeInterleaved({{nullptr, fn}}, budget_s, min_reps)[0];
 }
 
 // ---- (a) FMA peak: 12 independent FMA chains hide the 4-cycle latency on two

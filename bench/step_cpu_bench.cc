@@ -112,31 +112,32 @@ struct Fixture {
     swa_plan_destroy(plan);
     swa_cache_destroy(cache);
   }
-  void Run(const std::vector<swa_seq_t>& batch) {
-    if (swa_plan_build(plan, batch.data(), uint32_t(batch.size())) != SWA_OK ||
-        swa_step(cache, plan, &args) != SWA_OK) {
+  void Plan(const std::vector<swa_seq_t>& batch) {
+    if (swa_plan_build(plan, batch.data(), uint32_t(batch.size())) != SWA_OK) {
+      std::fprintf(stderr, "plan failed: %s\n", swa_last_error());
+      std::exit(1);
+    }
+  }
+  void Step() {
+    if (swa_step(cache, plan, &args) != SWA_OK) {
       std::fprintf(stderr, "step failed: %s\n", swa_last_error());
       std::exit(1);
     }
+  }
+  void Run(const std::vector<swa_seq_t>& batch) {
+    Plan(batch);
+    Step();
   }
   // One timed contender: the decode step, re-planned untimed before each call
   // (a rewind of kTokens, within the ring margin). bf16: the queries go in as
   // BF16 (SWA_DTYPE_BF16), which lets the step take the AVX512-BF16 kernels on
   // an MXFP8 or BF16 ring.
   Contender DecodeStep(bool bf16) {
-    return {[this] {
-              if (swa_plan_build(plan, decode.data(), uint32_t(decode.size())) != SWA_OK) {
-                std::fprintf(stderr, "plan failed: %s\n", swa_last_error());
-                std::exit(1);
-              }
-            },
+    return {[this] { Plan(decode); },
             [this, bf16] {
               args.q = bf16 ? static_cast<const void*>(q16.data()) : q.data();
               args.q_dtype = bf16 ? SWA_DTYPE_BF16 : SWA_DTYPE_FP32;
-              if (swa_step(cache, plan, &args) != SWA_OK) {
-                std::fprintf(stderr, "step failed: %s\n", swa_last_error());
-                std::exit(1);
-              }
+              Step();
             }};
   }
 };
