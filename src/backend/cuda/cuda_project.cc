@@ -13,9 +13,13 @@
 
 namespace swa::cuda {
 
-// The handle and the one workspace every projection of the backend uses.
-// Projections on different streams would share the workspace concurrently, so
-// each one waits for the previous one (an event) when the stream changes.
+// The handle and the one workspace every projection of the backend uses
+// outside stream capture. Projections on different streams would share the
+// workspace concurrently, so each one waits for the previous one (an event)
+// when the stream changes. A captured projection uses no workspace: its
+// replays run whenever the application launches the graph, unordered with
+// later projections (an event recorded in a capture is not recorded again at
+// replay), so no buffer it writes may be shared.
 class CublasLtContext {
  public:
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
@@ -127,7 +131,12 @@ absl::Status CudaBackend::Project(const ProjectWork& w) {
                            "cublasLtMatrixLayoutCreate(D)");
   SWA_BLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&ds.pref),
                            "cublasLtMatmulPreferenceCreate");
-  const size_t ws = CublasLtContext::kWorkspaceBytes;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  SWA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture),
+                           "cudaStreamIsCapturing on the projection's stream");
+  const bool captured = capture != cudaStreamCaptureStatusNone;
+  // Captured: algorithms that need no workspace (CublasLtContext).
+  const size_t ws = captured ? 0 : CublasLtContext::kWorkspaceBytes;
   SWA_BLAS_RETURN_IF_ERROR(
       cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                            &ws, sizeof ws),
@@ -147,8 +156,17 @@ absl::Status CudaBackend::Project(const ProjectWork& w) {
                            "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
     return absl::UnimplementedError(absl::StrFormat(
-        "cuBLASLt has no algorithm for T = %d, K = %d, N = %d", w.tokens, w.in_dim, w.out_dim));
+        "cuBLASLt has no algorithm for T = %d, K = %d, N = %d%s", w.tokens, w.in_dim, w.out_dim,
+        captured ? " without a workspace (the stream is being captured)" : ""));
   const float alpha = 1.0f, beta = 0.0f;
+  if (captured) {
+    // Nothing shared, so no ordering (waiting on the uncaptured event here
+    // would also be an illegal cross-capture dependency).
+    return BlasStatus(cublasLtMatmul(blas_->handle, ds.op, &alpha, w.weight, ds.a, w.hidden, ds.b,
+                                     &beta, w.out, ds.d, w.out, ds.d, &heur.algo, nullptr, 0,
+                                     stream),
+                      "cublasLtMatmul (captured, no workspace)");
+  }
   // The workspace is shared: a projection on another stream waits for the last one.
   if (blas_->used && blas_->last_stream != stream)
     SWA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, blas_->done, 0),
