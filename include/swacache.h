@@ -294,10 +294,12 @@ typedef struct swa_cache swa_cache_t;
  *  \retval SWA_OK on success.
  *  \retval SWA_INVALID_ARGUMENT for any invalid field (the message names it).
  *  \retval SWA_RESOURCE_EXHAUSTED when the pool cannot be allocated.
- *  \retval SWA_UNIMPLEMENTED for a backend this build does not have, or a layer
- *  the backend's step kernels cannot run (e.g. a head dim outside its list; the
- *  message names the layer and the value): a cache that was created runs every
- *  one of its layers.
+ *  \retval SWA_UNIMPLEMENTED for a backend this build does not have, a CUDA
+ *  device the build's kernels do not run on (compute capability below 8.0, or
+ *  none of the built architectures serves it; the message names the device and
+ *  its capability), or a layer the backend's step kernels cannot run (e.g. a
+ *  head dim outside its list; the message names the layer and the value): a
+ *  cache that was created runs every one of its layers.
  *  \see \ref md_docs_api "docs/api.md" (backends, ownership), \ref md_docs_layout "docs/layout.md".
  *  \note Thread-safe. The caller owns the cache and frees it with swa_cache_destroy(). */
 SWA_API swa_status_t swa_cache_create(const swa_config_t* config, swa_cache_t** out);
@@ -712,9 +714,19 @@ typedef struct swa_cache_stats {
 } swa_cache_stats_t;
 
 /** \brief Read a cache's counters.
+ *
+ *  On the CUDA backend, nonfinite_blocks counts the work the device has
+ *  finished: a host-planned step's blocks join once its kernels are done, and
+ *  the graph decode's (swa_decode_graph_step, replayed graphs included) are
+ *  read from the device by this call, which copies one counter per live graph
+ *  and waits for those copies only (never for the caller's streams; allowed
+ *  while a stream is being captured). After a cudaStreamSynchronize the count
+ *  equals the CPU backend's for the same inputs.
  *  \param[in] cache The cache.
  *  \param[out] out out->struct_size must be set by the caller.
  *  \retval SWA_OK, or SWA_INVALID_ARGUMENT for NULL or a bad struct_size.
+ *  \retval SWA_INTERNAL when the CUDA backend cannot read a device counter (a
+ *  failed CUDA context; the message names the CUDA error).
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t* out);
 
@@ -1523,7 +1535,10 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
 /** \brief Run the merged projection GEMM on the cache's backend.
  *
  *  CPU backend: a cache-blocked, multi-threaded GEMM that returns when done.
- *  CUDA backend: one cuBLASLt matmul enqueued on args->stream.
+ *  CUDA backend: one cuBLASLt matmul enqueued on args->stream. It may be
+ *  captured into a CUDA graph; a captured call uses no cuBLASLt workspace (its
+ *  replays share no buffer with other projections, whatever stream they run
+ *  on), so cuBLASLt may pick a slower algorithm than uncaptured.
  *  \warning Experimental: may change before 1.0.
  *  \param[in] cache Selects the backend (and CUDA device); its slots are not touched.
  *  \param[in] args The tensors and sizes.

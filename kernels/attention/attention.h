@@ -66,8 +66,9 @@ struct AttentionParams {
   // false: the precise FP32 kernel; true: the bf16 tensor-core kernel.
   bool use_mma = true;
   // Tile sizes (attention_dims.h). A host-built `tiles` list must use the
-  // rows per CTA of the same variant (AttentionTileRows in attention_shapes.h),
-  // so the backend sets it explicitly; kAuto is resolved per launch.
+  // rows per CTA of the same variant (AttentionTileRows in attention_shapes.h).
+  // The backend sets it on every launch (kAuto is refused): only it knows the
+  // limit the choice obeys, SWACACHE_CUDA_SMEM_LIMIT included.
   AttentionVariant variant = AttentionVariant::kAuto;
 };
 

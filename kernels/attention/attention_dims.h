@@ -28,8 +28,8 @@ inline constexpr int kPreciseTileRows = 16;
 // Tile sizes of a launch (docs/cuda_backend.md "Shared memory"). kLarge: the
 // fastest tiles (they need up to 157 KiB of shared memory per block); kSmall:
 // fewer keys per tile and, at D 512, fewer query rows per CTA, so that every
-// layer fits the 99 KiB of sm_86/sm_89/sm_120. kAuto: the launcher asks the
-// current device and takes the largest that fits.
+// layer fits the 99 KiB of sm_86/sm_89/sm_120. kAuto: not chosen yet (the
+// launchers refuse it; the backend chooses, attention_variant.h).
 enum class AttentionVariant : uint8_t { kAuto = 0, kLarge = 1, kSmall = 2 };
 
 inline const char* AttentionVariantName(AttentionVariant v) {

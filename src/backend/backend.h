@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -62,6 +63,13 @@ class Backend {
 
   // The executor of the graph-capturable decode (graph_work.h) for one graph.
   virtual absl::StatusOr<std::unique_ptr<GraphExecutor>> MakeGraph(const GraphSetup& setup) = 0;
+
+  // Non-finite blocks (StepResult::nonfinite_blocks) that the backend counted
+  // on the device and has not reported yet: the CUDA graph decode's, which no
+  // step can read back inside a capture. Called by swa_cache_stats; may wait
+  // for a small copy, never for the caller's streams. The CPU backend reports
+  // every count through StepResult.
+  virtual absl::StatusOr<uint64_t> TakeDeviceNonfiniteBlocks() { return uint64_t{0}; }
 };
 
 // The backend of `kind` (CUDA: on device `device`; CPU: `num_threads` threads,

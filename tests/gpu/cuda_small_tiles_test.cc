@@ -1,11 +1,14 @@
 // The small attention tiles (docs/cuda_backend.md "Shared memory"), forced on
 // the real device with SWACACHE_CUDA_SMEM_LIMIT = 99 KiB, the limit of
 // sm_86/sm_89/sm_120: every path against the CPU backend, next to the same
-// steps on the large tiles; and the refusal when even they do not fit.
+// steps on the large tiles; the graph decode under that limit; and the
+// refusal when even they do not fit.
 #include <cstdlib>
 #include <string>
 
 #include "gpu/gpu_test_util.h"
+#include "gpu/graph_twin.h"
+#include "kernels/attention/attention_launches.h"
 
 namespace swa_gpu {
 namespace {
@@ -81,6 +84,44 @@ TEST(CudaSmallTiles, MatchCpuAndTheLargeTiles) {
   // Both within the budget of the CPU (checked per step); the small tiles
   // round the same way, so neither should be far worse than the other.
   EXPECT_LE(small, std::max(3 * large, 1e-5)) << "large " << large;
+}
+
+// The graph decode under the same forced limit (issue 27: it used to ask the
+// device, which allows the large tiles, and so never ran the small ones):
+// every attention launch of its steps asks for the small tiles, and the
+// outputs match the CPU backend's graph decode.
+TEST(CudaSmallTiles, GraphDecodeTakesTheSmallTiles) {
+  SWA_SKIP_WITHOUT_DEVICE();
+  if (DeviceSmemOptin() < 101376) GTEST_SKIP() << "the device allows less than 99 KiB";
+  using swa::kernels::AttentionLaunches;
+  using swa::kernels::AttentionVariant;
+  setenv("SWACACHE_CUDA_SMEM_LIMIT", k99KiB, 1);
+  DualCache dc(24, 3,
+               {{SWA_FORMAT_MXFP8, 16, 1, 512, true, true},   // MMA 32 rows x 32 keys
+                {SWA_FORMAT_MXFP8, 8, 2, 512, false, false},  // MMA 16 rows x 32 keys
+                {SWA_FORMAT_FP32, 4, 2, 512, false, false}},  // precise, 16 keys
+               3, 41);
+  unsetenv("SWACACHE_CUDA_SMEM_LIMIT");
+  const Dtypes bf16{SWA_DTYPE_BF16, SWA_DTYPE_BF16, SWA_DTYPE_BF16};
+  const Dtypes fp32{SWA_DTYPE_FP32, SWA_DTYPE_FP32, SWA_DTYPE_FP32};
+  dc.Step({{0, 30, 30, 0}, {1, 45, 45, 0}, {2, 9, 9, 0}}, bf16);
+  ASSERT_FALSE(HasFatalFailure());
+  GraphTwin gt(dc, 3, 3);
+  gt.Import({0, 1, 2});
+  ASSERT_FALSE(HasFatalFailure());
+  std::vector<int32_t> len = {30, 45, 9};
+  const uint64_t small0 = AttentionLaunches(AttentionVariant::kSmall).load();
+  const uint64_t large0 = AttentionLaunches(AttentionVariant::kLarge).load();
+  for (int step = 0; step < 4; ++step) {
+    if (step == 2) gt.set_capture(true);  // captured once, replayed twice
+    std::vector<int32_t> slots = {2, 0, 1}, k(3);
+    for (size_t e = 0; e < 3; ++e) k[e] = len[size_t(slots[e])] += 3;
+    gt.Step(slots, k, step == 1 ? fp32 : bf16);  // a capture keeps its dtypes
+    ASSERT_FALSE(HasFatalFailure()) << "step " << step;
+  }
+  // 3 layers in each of the 2 uncaptured steps and in the capture.
+  EXPECT_EQ(AttentionLaunches(AttentionVariant::kSmall).load() - small0, 9u);
+  EXPECT_EQ(AttentionLaunches(AttentionVariant::kLarge).load(), large0);
 }
 
 // Below what the small tiles need, cache creation names the limit.

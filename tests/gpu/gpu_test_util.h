@@ -205,6 +205,11 @@ class DualCache {
   using InputHook = std::function<void(size_t layer, const LayerCfg& cfg, swa_dtype_t kv_dtype,
                                        std::vector<uint8_t>& k, std::vector<uint8_t>& v)>;
   void set_input_hook(InputHook hook) { hook_ = std::move(hook); }
+  // Called with each layer's random queries before the step.
+  using QueryHook =
+      std::function<void(size_t layer, const LayerCfg& cfg, swa_dtype_t q_dtype,
+                         std::vector<uint8_t>& q)>;
+  void set_query_hook(QueryHook hook) { query_hook_ = std::move(hook); }
   // Outputs compared row by row (a row = one token's query head): a row is
   // non-finite on the GPU exactly when it is on the CPU, and the finite rows
   // are within the budget. Off: any non-finite output fails.
@@ -265,7 +270,8 @@ class DualCache {
     const LayerCfg& c = layers_[l];
     const size_t nq = size_t(T) * c.q_heads * c.head_dim;
     const size_t nkv = size_t(T) * c.kv_heads * c.head_dim;
-    const auto q = RandomTensor(rng_, nq, dt.q, 1.0f);
+    auto q = RandomTensor(rng_, nq, dt.q, 1.0f);
+    if (query_hook_) query_hook_(l, c, dt.q, q);
     auto k = RandomTensor(rng_, nkv, dt.kv, 1.5f);
     auto v = c.shared_kv ? std::vector<uint8_t>() : RandomTensor(rng_, nkv, dt.kv, 1.0f);
     if (hook_) hook_(l, c, dt.kv, k, v);
@@ -375,6 +381,7 @@ class DualCache {
   bool lse_ = false;
   double pool_tolerance_ = 0;
   InputHook hook_;
+  QueryHook query_hook_;
   bool nonfinite_rows_ = false;
   size_t nonfinite_seen_ = 0;
 };

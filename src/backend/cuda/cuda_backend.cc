@@ -7,9 +7,12 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_status.h"
+#include "backend/cuda/device_support.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_shapes.h"
 #include "kernels/attention/attention_variant.h"
+#include "kernels/common/device_probe.h"
+#include "kernels/common/launch.cuh"
 
 namespace swa {
 namespace cuda {
@@ -22,6 +25,7 @@ CudaBackend::~CudaBackend() {
   // members' own destructors would run after this guard is gone.
   uploader_.Clear();
   nonfinite_.Clear();
+  graph_counters_.Clear();
   for (auto& [table, dev] : rope_tables_) cudaFree(dev);
   DestroyBlas(blas_);
   if (pool_ != nullptr) cudaMemPoolDestroy(pool_);
@@ -38,6 +42,10 @@ absl::Status CudaBackend::Init() {
         "device = %d does not exist: the CUDA runtime reports %d device(s)", device_, count));
   DeviceGuard guard(device_);
   SWA_RETURN_IF_ERROR(guard.status());
+  SWA_RETURN_IF_ERROR(CheckDevice());
+  // A context made anew since the last cache here (cudaDeviceReset) has lost
+  // the kernels' shared-memory opt-ins: launches set them again.
+  kernels::KernelSmemOptins().Forget(device_);
   // A private stream-ordered pool for step scratch, kept warm between steps
   // (the device's default pool belongs to the application).
   cudaMemPoolProps props = {};
@@ -67,6 +75,47 @@ absl::Status CudaBackend::Init() {
   // The projection's handle and workspace now, not at the first call (which
   // may be inside a stream capture).
   return CreateBlas(&blas_);
+}
+
+absl::Status CudaBackend::CheckDevice() const {
+  CudaDeviceInfo info;
+  info.ordinal = device_;
+  SWA_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, device_),
+      "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
+  SWA_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&info.minor, cudaDevAttrComputeCapabilityMinor, device_),
+      "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
+  cudaDeviceProp prop;
+  SWA_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+  info.name = prop.name;
+  KernelImage image = KernelImage::kPresent;
+  if (info.major >= kMinComputeMajor) {  // below, the capability alone decides
+    const cudaError_t e = kernels::ProbeKernelImage();
+    if (kernels::IsMissingKernelImage(e))
+      image = KernelImage::kMissing;
+    else
+      SWA_CUDA_RETURN_IF_ERROR(e, "cudaFuncGetAttributes of the probe kernel");
+  }
+  return CheckDeviceSupported(info, image);
+}
+
+absl::StatusOr<uint64_t> CudaBackend::TakeDeviceNonfiniteBlocks() {
+  DeviceGuard guard(device_);
+  SWA_RETURN_IF_ERROR(guard.status());
+  uint64_t finished = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    // Event queries only: allowed in relaxed capture mode like the copies
+    // of GraphCounters; a pending query leaves its step for a later call.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    SWA_CUDA_RETURN_IF_ERROR(cudaThreadExchangeStreamCaptureMode(&mode),
+                             "cudaThreadExchangeStreamCaptureMode");
+    finished = nonfinite_.HarvestFinished();
+    cudaThreadExchangeStreamCaptureMode(&mode);
+  }
+  SWA_ASSIGN_OR_RETURN(const uint64_t graphs, graph_counters_.Collect());
+  return finished + graphs;
 }
 
 absl::StatusOr<void*> CudaBackend::Allocate(size_t bytes, size_t alignment) {

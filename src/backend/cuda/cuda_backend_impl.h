@@ -53,12 +53,19 @@ class CudaBackend final : public Backend {
   absl::Status Merge(const MergeWork& work) override;
   // graph_executor.cc
   absl::StatusOr<std::unique_ptr<GraphExecutor>> MakeGraph(const GraphSetup& setup) override;
+  // Non-finite blocks of finished host-planned steps not yet harvested by a
+  // later step, plus those the graph decodes counted on the device since the
+  // last call (GraphCounters: a small copy and a wait for it only).
+  absl::StatusOr<uint64_t> TakeDeviceNonfiniteBlocks() override;
+  GraphCounters& graph_counters() { return graph_counters_; }
 
   // Stream-ordered scratch from the backend's own memory pool.
   absl::StatusOr<uint8_t*> AllocScratch(size_t bytes, cudaStream_t stream);
   absl::Status FreeScratch(uint8_t* ptr, cudaStream_t stream);
 
  private:
+  // UNIMPLEMENTED when this build's kernels do not run on the device.
+  absl::Status CheckDevice() const;
   absl::Status RunStepLocked(const StepWork& work, CudaPreparedPlan& prepared, StepResult* result);
   // The kernel chain of a step over the uploaded image `dev` of `prepared`.
   absl::Status LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& prepared,
@@ -76,7 +83,8 @@ class CudaBackend final : public Backend {
   cudaMemPool_t pool_ = nullptr;
   absl::Mutex mu_;  // one step / projection at a time: the scratch below is shared
   PlanUploader uploader_;
-  NonfiniteCounters nonfinite_;
+  NonfiniteCounters nonfinite_;  // under mu_
+  GraphCounters graph_counters_;
   CublasLtContext* blas_ = nullptr;
   absl::flat_hash_map<const RopeTable*, float*> rope_tables_;  // under mu_; freed at destruction
 };

@@ -103,6 +103,11 @@ absl::Status NonfiniteCounters::Init() {
 
 uint64_t NonfiniteCounters::HarvestFinished() {
   uint64_t sum = 0;
+  // "Not ready" becomes the thread's last runtime error, which we clear below
+  // so that the application never reads ours. Clearing would also take an
+  // error the application left pending, and the query would overwrite it: so
+  // with one pending, harvest nothing now (a later call does).
+  if (cudaPeekAtLastError() != cudaSuccess) return 0;
   for (int i = 0; i < kSlots; ++i) {
     if (!pending_[i]) continue;
     const cudaError_t q = cudaEventQuery(events_[i]);
@@ -110,10 +115,7 @@ uint64_t NonfiniteCounters::HarvestFinished() {
       sum += host_[i];
       pending_[i] = false;
     } else if (q == cudaErrorNotReady) {
-      // "Not ready" is also stored as the thread's last runtime error; the
-      // launches report their own status (kernels/common/launch.cuh), but an
-      // application reading cudaGetLastError() afterwards must not see ours.
-      cudaGetLastError();
+      cudaGetLastError();  // ours: nothing was pending before the query
     }
   }
   return sum;
@@ -145,6 +147,90 @@ absl::Status NonfiniteCounters::End(cudaStream_t stream) {
   SWA_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[i], stream), "cudaEventRecord");
   pending_[i] = true;
   return absl::OkStatus();
+}
+
+namespace {
+
+// Runs `fn` with this thread in relaxed capture mode: the counters are read
+// with synchronous calls on a stream that is never captured, which must not
+// invalidate a capture that this or (in global mode) another thread has open.
+template <class Fn>
+cudaError_t Relaxed(Fn&& fn) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
+  if (e != cudaSuccess) return e;
+  e = fn();
+  const cudaError_t restored = cudaThreadExchangeStreamCaptureMode(&mode);
+  return e != cudaSuccess ? e : restored;
+}
+
+}  // namespace
+
+GraphCounters::~GraphCounters() { Clear(); }
+
+void GraphCounters::Clear() {
+  absl::MutexLock lock(&mu_);
+  Relaxed([&] {
+    for (Entry& e : entries_) cudaFreeHost(e.host);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    return cudaSuccess;
+  });
+  entries_.clear();
+  stream_ = nullptr;
+}
+
+absl::Status GraphCounters::Add(const unsigned long long* dev) {
+  absl::MutexLock lock(&mu_);
+  Entry e{dev, nullptr, 0};
+  SWA_CUDA_RETURN_IF_ERROR(Relaxed([&] {
+                             cudaError_t r = cudaSuccess;
+                             if (stream_ == nullptr)
+                               r = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+                             if (r == cudaSuccess)
+                               r = cudaMallocHost(reinterpret_cast<void**>(&e.host),
+                                                  sizeof *e.host);
+                             return r;
+                           }),
+                           "setting up the graph decode's non-finite counter read-back");
+  entries_.push_back(e);
+  return absl::OkStatus();
+}
+
+absl::Status GraphCounters::ReadLocked(size_t first, size_t last) {
+  return CudaStatus(Relaxed([&] {
+                      for (size_t i = first; i < last; ++i) {
+                        const cudaError_t r =
+                            cudaMemcpyAsync(entries_[i].host, entries_[i].dev, sizeof(uint64_t),
+                                            cudaMemcpyDeviceToHost, stream_);
+                        if (r != cudaSuccess) return r;
+                      }
+                      return cudaStreamSynchronize(stream_);
+                    }),
+                    "reading the graph decode's non-finite counter");
+}
+
+void GraphCounters::Remove(const unsigned long long* dev) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].dev != dev) continue;
+    // A failed read (a broken context) loses this graph's last counts.
+    if (ReadLocked(i, i + 1).ok()) removed_ += *entries_[i].host - entries_[i].reported;
+    Relaxed([&] { return cudaFreeHost(entries_[i].host); });
+    entries_.erase(entries_.begin() + static_cast<ptrdiff_t>(i));
+    return;
+  }
+}
+
+absl::StatusOr<uint64_t> GraphCounters::Collect() {
+  absl::MutexLock lock(&mu_);
+  if (!entries_.empty()) SWA_RETURN_IF_ERROR(ReadLocked(0, entries_.size()));
+  uint64_t sum = removed_;
+  for (Entry& e : entries_) {
+    sum += *e.host - e.reported;
+    e.reported = *e.host;
+  }
+  removed_ = 0;
+  return sum;
 }
 
 }  // namespace swa::cuda

@@ -7,8 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace swa::cuda {
 
@@ -77,6 +79,47 @@ class NonfiniteCounters {
   bool pending_[kSlots] = {};
   int next_ = 0;
   int current_ = -1;
+};
+
+// The non-finite block counters of a backend's graph decodes. Each graph's
+// encoder adds to its own device counter at every replay and nothing resets
+// it (a captured graph cannot read anything back), so the counts are read
+// here, at calls that may wait: Collect() (swa_cache_stats) copies every
+// counter on a private stream and returns what was added since the last
+// Collect(); Remove() (graph destruction) keeps a graph's last unread count
+// for the next Collect(). Counts of replays still running are picked up by a
+// later Collect(). Thread-safe; may be called while any thread captures (the
+// copies run in relaxed capture mode on a stream that is never captured).
+class GraphCounters {
+ public:
+  GraphCounters() = default;
+  ~GraphCounters();
+  GraphCounters(const GraphCounters&) = delete;
+  GraphCounters& operator=(const GraphCounters&) = delete;
+
+  // Starts reading `dev` (a zeroed device counter). At set-up, device current.
+  absl::Status Add(const unsigned long long* dev);
+  // Reads `dev` a last time and stops (before it is freed), device current.
+  void Remove(const unsigned long long* dev);
+  // Blocks counted since the last call, device current.
+  absl::StatusOr<uint64_t> Collect();
+  // Frees the stream and host memory (the owner calls it with its device current).
+  void Clear();
+
+ private:
+  struct Entry {
+    const unsigned long long* dev;
+    unsigned long long* host;  // pinned word the copy lands in
+    uint64_t reported;         // the counter's value at the last read
+  };
+  // Copies the counters of `entries_[first, last)` to their host words and
+  // waits for those copies only.
+  absl::Status ReadLocked(size_t first, size_t last) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
+  uint64_t removed_ ABSL_GUARDED_BY(mu_) = 0;  // unread counts of removed graphs
+  cudaStream_t stream_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace swa::cuda

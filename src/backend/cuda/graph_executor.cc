@@ -1,7 +1,9 @@
 // The CUDA executor of the graph-capturable decode (backend/graph_work.h):
 // one arena allocated at creation; Plan() and Step() only enqueue kernels
 // (kernels/plan/graph_plan.h, the encode and decode-attention kernels of
-// DeviceDecodeStep), so both are legal inside stream capture.
+// DeviceDecodeStep), so both are legal inside stream capture. The encoder's
+// non-finite count accumulates in the arena; the backend's GraphCounters
+// reads it when the cache's stats are read (device_scratch.h).
 #include <algorithm>
 #include <vector>
 
@@ -20,11 +22,19 @@ size_t Align256(size_t x) { return (x + 255) & ~size_t{255}; }
 
 class CudaGraph final : public GraphExecutor {
  public:
-  CudaGraph(int device, const GraphSetup& setup) : device_(device), s_(setup) {}
+  CudaGraph(CudaBackend& backend, const GraphSetup& setup)
+      : backend_(backend), device_(backend.device()), s_(setup) {}
   ~CudaGraph() override {
     if (arena_ == nullptr) return;
     DeviceGuard guard(device_);
-    if (guard.status().ok()) cudaFree(arena_);
+    if (!guard.status().ok()) return;
+    if (counted_) {
+      // Replays still running add to the counter: let them finish first
+      // (cudaFree below waits for the device anyway), then keep its last counts.
+      cudaDeviceSynchronize();
+      backend_.graph_counters().Remove(nonfinite_);
+    }
+    cudaFree(arena_);
   }
 
   absl::Status Init() {
@@ -63,6 +73,8 @@ class CudaGraph final : public GraphExecutor {
     error_ = reinterpret_cast<plan::GraphError*>(arena_ + o_err);
     entries_ = reinterpret_cast<kernels::GraphSlotEntry*>(arena_ + o_ent);
     nonfinite_ = reinterpret_cast<unsigned long long*>(arena_ + o_nf);
+    SWA_RETURN_IF_ERROR(backend_.graph_counters().Add(nonfinite_));
+    counted_ = true;
     return absl::OkStatus();
   }
 
@@ -124,6 +136,8 @@ class CudaGraph final : public GraphExecutor {
     SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchEncodeKv(enc, stream), "encode K/V into the ring");
 
     kernels::AttentionParams at = AttentionParamsOf(L, x, scale);
+    // The tiles of the backend's limit (SWACACHE_CUDA_SMEM_LIMIT included).
+    SWA_ASSIGN_OR_RETURN(at.variant, backend_.AttentionVariantOf(L));
     at.seqs = seqs_;
     at.n_seqs = n_seqs_;
     at.max_seqlen_q = s_.tokens;
@@ -165,8 +179,10 @@ class CudaGraph final : public GraphExecutor {
   }
 
  private:
+  CudaBackend& backend_;  // outlives the graph (the cache owns it)
   const int device_;
   const GraphSetup s_;
+  bool counted_ = false;  // nonfinite_ is registered with the backend
   int32_t n_seqs_ = 0;  // of the last Plan(): fixed for a captured graph
   uint8_t* arena_ = nullptr;
   plan::GraphSlot* table_ = nullptr;
@@ -183,7 +199,7 @@ class CudaGraph final : public GraphExecutor {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GraphExecutor>> CudaBackend::MakeGraph(const GraphSetup& setup) {
-  auto g = std::make_unique<CudaGraph>(device_, setup);
+  auto g = std::make_unique<CudaGraph>(*this, setup);
   SWA_RETURN_IF_ERROR(g->Init());
   return std::unique_ptr<GraphExecutor>(std::move(g));
 }
