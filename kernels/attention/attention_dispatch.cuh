@@ -2,8 +2,7 @@
 // dispatch (the launchers in decode_attention.cu / prefill_attention.cu).
 #pragma once
 
-#include <atomic>
-
+#include "kernels/attention/attention_launches.h"
 #include "kernels/attention/attention_mma.cuh"
 #include "kernels/attention/attention_precise.cuh"
 #include "kernels/common/launch.cuh"
@@ -23,15 +22,11 @@ inline bool GridOf(const AttentionParams& p, int tile_rows, dim3* grid) {
   return true;
 }
 
-template <typename Kernel>
-cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem,
-                           const AttentionParams& p, cudaStream_t stream) {
+// Launch.cuh sets the kernel's shared-memory opt-in once per kernel and device.
+inline cudaError_t LaunchWithSmem(void (*kernel)(AttentionParams), dim3 grid, int threads,
+                                  size_t smem, const AttentionParams& p, cudaStream_t stream) {
   if (grid.x == 0) return cudaSuccess;
-  if (smem > 48 * 1024) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-  }
+  AttentionLaunches(p.variant).fetch_add(1, std::memory_order_relaxed);
   return Launch(kernel, grid, dim3(threads), smem, stream, p);
 }
 
@@ -68,23 +63,6 @@ cudaError_t LaunchAttentionD(const AttentionParams& p, cudaStream_t stream) {
                : LaunchPrecise<D, kStaged, kPreciseLargeKeys>(p, stream);
 }
 
-// The current device's per-block opt-in shared memory, read once per device.
-inline cudaError_t CurrentDeviceSmemOptin(size_t* bytes) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cached[kMaxDevices] = {};
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  int v = dev >= 0 && dev < kMaxDevices ? cached[dev].load(std::memory_order_relaxed) : 0;
-  if (v == 0) {
-    e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (e != cudaSuccess) return e;
-    if (dev >= 0 && dev < kMaxDevices) cached[dev].store(v, std::memory_order_relaxed);
-  }
-  *bytes = static_cast<size_t>(v);
-  return cudaSuccess;
-}
-
 // The instantiation for p.head_dim among AttentionHeadDims; NotSupported for
 // any other value (the host wrapper names it).
 template <bool kStaged, int... Ds>
@@ -106,18 +84,13 @@ cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
       (p.rope.on() && (p.rope.inv_freq == nullptr || p.rope.dims <= 0 || p.rope.dims % 2 != 0 ||
                        p.rope.first_dim < 0 || p.rope.first_dim + p.rope.dims > p.head_dim)))
     return cudaErrorInvalidValue;
+  // The variant comes from the backend (CudaBackend::AttentionVariantOf), the
+  // one place that knows the limit, SWACACHE_CUDA_SMEM_LIMIT included: a
+  // launcher asking the device itself would not see that limit.
+  if (p.variant != AttentionVariant::kLarge && p.variant != AttentionVariant::kSmall)
+    return cudaErrorInvalidValue;
   if (p.n_seqs == 0) return cudaSuccess;
-  if (p.variant != AttentionVariant::kAuto)
-    return DispatchHeadDim<kStaged>(p, stream, AttentionHeadDims{});
-  size_t limit = 0;
-  const cudaError_t e = CurrentDeviceSmemOptin(&limit);
-  if (e != cudaSuccess) return e;
-  const AttentionVariantChoice c =
-      ChooseAttentionVariant({p.head_dim, p.shared_kv, p.use_mma}, limit);
-  if (!c.fits) return cudaErrorNotSupported;
-  AttentionParams resolved = p;
-  resolved.variant = c.variant;
-  return DispatchHeadDim<kStaged>(resolved, stream, AttentionHeadDims{});
+  return DispatchHeadDim<kStaged>(p, stream, AttentionHeadDims{});
 }
 
 }  // namespace swa::kernels

@@ -111,14 +111,13 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads)
 #pragma unroll
         for (int c = 0; c < kC; ++c) dot = fmaf(q[rr][c], kv[lane + 32 * c], dot);
         const float z = CappedScore(p, WarpSum(dot) * p.scale);
-        const float m_new = z > m[rr] ? z : m[rr];
-        const float corr = Rescale(m[rr], m_new);
-        const float pe = expf(z - m_new);
-        l[rr] = l[rr] * corr + pe;
+        // -inf scores weigh 0 even before the first finite key (softmax_stats.h).
+        const OnlineSoftmaxStep u = OnlineSoftmaxUpdate(m[rr], z);
+        l[rr] = l[rr] * u.rescale + u.p;
         const float* vv = v_tile + (key - k0) * D;
 #pragma unroll
-        for (int c = 0; c < kC; ++c) o[rr][c] = fmaf(pe, vv[lane + 32 * c], o[rr][c] * corr);
-        m[rr] = m_new;
+        for (int c = 0; c < kC; ++c) o[rr][c] = fmaf(u.p, vv[lane + 32 * c], o[rr][c] * u.rescale);
+        m[rr] = u.m;
       }
     }
   }

@@ -92,7 +92,10 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_CHECK_STRUCT(out, swa_cache_stats_t);
-    const swa::Cache& c = *cache->impl;
+    swa::Cache& c = *cache->impl;
+    // Counts the backend holds on the device (CUDA graph decode) join now.
+    SWA_ASSIGN_OR_RETURN(const uint64_t device_blocks, c.backend().TakeDeviceNonfiniteBlocks());
+    c.counters().nonfinite_blocks.fetch_add(device_blocks, std::memory_order_relaxed);
     swa::capi::ResetStruct(out);
     out->steps = c.counters().steps.load();
     out->tokens = c.counters().tokens.load();
