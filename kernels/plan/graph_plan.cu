@@ -84,7 +84,7 @@ __global__ void GraphZeroKernel(GraphZeroParams p) {
   for (int j = threadIdx.x; j < p.out_row_words; j += kZeroThreads) row[j] = 0;
   if (p.lse != nullptr)
     for (int j = threadIdx.x; j < p.lse_row; j += kZeroThreads)
-      p.lse[static_cast<int64_t>(t) * p.lse_row + j] = 0.0f;
+      p.lse[static_cast<int64_t>(t) * p.lse_row + j] = plan::GraphIdleRowLse();
 }
 
 struct SetSlotsParams {

@@ -32,8 +32,8 @@ struct GraphPlanParams {
 };
 cudaError_t LaunchGraphPlan(const GraphPlanParams& p, cudaStream_t stream);
 
-// Zeros rows [i * tokens, (i + 1) * tokens) of out (and lse) for every
-// sequence with seqlen_q == 0.
+// Zeros rows [i * tokens, (i + 1) * tokens) of out, and sets those of lse to
+// plan::GraphIdleRowLse() (-inf), for every sequence with seqlen_q == 0.
 struct GraphZeroParams {
   const PlannedSeq* seqs = nullptr;
   int32_t n_seqs = 0;

@@ -6,6 +6,7 @@
 // graph's own copy of the slot lengths.
 #pragma once
 
+#include <math.h>
 #include <stdint.h>
 
 #include "common/host_device.h"
@@ -82,6 +83,11 @@ SWA_HOST_DEVICE void AdvanceGraphSlot(GraphSlot* st, int32_t seqlen_k) {
   st->ring_high = high > seqlen_k ? high : seqlen_k;
   st->written_end = seqlen_k;
 }
+
+// The LSE written for the rows of a padding or refused sequence: that of a row
+// that saw no key, so that swa_attention_merge gives their zero output no
+// weight (0 would weigh it as exp(0 - m)).
+SWA_HOST_DEVICE float GraphIdleRowLse() { return -INFINITY; }
 
 // Token j of a planned ring-only sequence: offset_len pair and store row
 // (every new token of a ring-only step is stored).

@@ -1,6 +1,8 @@
 // The graph decode's C API on the CPU twin: bit-identical outputs and ring
 // bytes versus swa_plan_build + swa_step on a twin cache, padding, every
 // refused-sequence case, the error record, and the device-advanced guard.
+// Slot ownership: decode_graph_ownership_test.cc; idle rows' LSE and merge:
+// decode_graph_lse_test.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -141,7 +143,9 @@ class Rig {
           ++k;
         } else {
           for (size_t j = 0; j < tokens_ * orow; ++j) ASSERT_EQ(oa[j], 0) << "seqs[" << i << "]";
-          for (size_t j = 0; j < tokens_ * lrow; ++j) ASSERT_EQ(la[j], 0.0f) << "seqs[" << i << "]";
+          // The LSE of an empty row, so that a merge gives the zero output no weight.
+          for (size_t j = 0; j < tokens_ * lrow; ++j)
+            ASSERT_EQ(la[j], -std::numeric_limits<float>::infinity()) << "seqs[" << i << "]";
         }
       }
     }

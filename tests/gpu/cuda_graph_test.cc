@@ -3,7 +3,9 @@
 // replayed with new lengths written to device memory, checked bit for bit
 // against host-planned steps.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -254,6 +256,20 @@ TEST(CudaGraph, CApiCaptureReplayMatchesHostPlannedSteps) {
           for (size_t b = 0; b < qr; ++b) ASSERT_EQ(oa[e * qr + b], 0) << "entry " << e;
         }
       }
+      // LSE rows: -inf (an empty row's, which a merge weighs 0) where the entry
+      // did not run, finite where it did.
+      std::vector<float> la(rig.dev_[l]->lse.bytes() / sizeof(float));
+      rig.dev_[l]->lse.Download(la.data(), la.size() * sizeof(float));
+      const size_t lr = size_t(c.q_heads) * tokens;
+      for (int e = 0; e < int(max_seqs); ++e)
+        for (size_t h = 0; h < lr; ++h) {
+          const float x = la[e * lr + h];
+          if (valid[e])
+            ASSERT_TRUE(std::isfinite(x)) << "replay " << it << " layer " << l << " entry " << e;
+          else
+            ASSERT_EQ(x, -std::numeric_limits<float>::infinity())
+                << "replay " << it << " layer " << l << " entry " << e;
+        }
     }
     rig.ComparePools();
     ASSERT_FALSE(HasFatalFailure()) << "replay " << it;

@@ -5,12 +5,14 @@
 // outputs scattered back around zero rows.
 #include "backend/cpu/decode_graph_cpu.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "plan/graph_math.h"
 
 namespace swa::cpu {
 namespace {
@@ -133,10 +135,11 @@ class CpuGraph final : public GraphExecutor {
       SWA_RETURN_IF_ERROR(backend_.RunStep(w, *prepared_, result));
     }
     if (compact) return absl::OkStatus();
-    // Zeros everywhere, then the rows of the sequences that ran.
+    // Idle rows everywhere (out 0, LSE of an empty row), then the rows of the
+    // sequences that ran.
     const size_t rows = size_t(n_seqs_) * tokens;
     std::memset(x.out, 0, rows * out_row);
-    if (x.lse != nullptr) std::memset(x.lse, 0, rows * lse_row);
+    if (x.lse != nullptr) std::fill_n(x.lse, rows * layer.q_heads, plan::GraphIdleRowLse());
     for (size_t c = 0; c < seqs_.size(); ++c) {
       const size_t to = size_t(source_[c]) * tokens, from = c * size_t(tokens);
       std::memcpy(static_cast<uint8_t*>(x.out) + to * out_row, out_.data() + from * out_row,
