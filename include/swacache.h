@@ -365,7 +365,12 @@ SWA_API swa_status_t swa_slot_alloc(swa_cache_t* cache, uint32_t* slot);
  *  \param[in] cache The cache.
  *  \param[in] slot The slot id to free.
  *  \retval SWA_OK; SWA_OUT_OF_RANGE for an id >= max_slots;
- *  SWA_FAILED_PRECONDITION for a slot that is not allocated (double free).
+ *  SWA_FAILED_PRECONDITION for a slot that is not allocated (double free), is
+ *  being saved or restored, or that a decode graph holds (imported by
+ *  swa_decode_graph_import() and not yet released by
+ *  swa_decode_graph_release() or swa_decode_graph_destroy(): its steps could
+ *  write the next owner's ring; the message names the slot). Nothing changes
+ *  on failure.
  *  \note Thread-safe. The caller must not use the slot in a step in flight. */
 SWA_API swa_status_t swa_slot_free(swa_cache_t* cache, uint32_t slot);
 
@@ -373,7 +378,9 @@ SWA_API swa_status_t swa_slot_free(swa_cache_t* cache, uint32_t slot);
  *  The bytes are left as they are (no index ever names an unwritten position).
  *  \param[in] cache The cache.
  *  \param[in] slot The slot id to reset.
- *  \retval SWA_OK; SWA_OUT_OF_RANGE; SWA_FAILED_PRECONDITION when not allocated.
+ *  \retval SWA_OK; SWA_OUT_OF_RANGE; SWA_FAILED_PRECONDITION when not
+ *  allocated, being saved or restored, or held by a decode graph (release it
+ *  first, as at swa_slot_free()). Nothing changes on failure.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_slot_reset(swa_cache_t* cache, uint32_t slot);
 
@@ -383,7 +390,10 @@ SWA_API swa_status_t swa_slot_reset(swa_cache_t* cache, uint32_t slot);
  *  \param[in] src Slot to copy from.
  *  \param[in] dst Slot to overwrite.
  *  \retval SWA_OK; SWA_OUT_OF_RANGE; SWA_FAILED_PRECONDITION when either slot is
- *  not allocated.
+ *  not allocated, busy or device-advanced (swa_decode_graph_import()), or when
+ *  a decode graph holds `dst` (release it first, as at swa_slot_free(); a held
+ *  `src` may be copied once its lengths are host-known). Nothing changes on
+ *  failure.
  *  \note Thread-safe with respect to the slot table; the caller must not run a
  *  step on either slot at the same time. */
 SWA_API swa_status_t swa_slot_copy(swa_cache_t* cache, uint32_t src, uint32_t dst);
@@ -410,7 +420,9 @@ SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot,
  *  at valid_start.
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a negative value;
  *  SWA_OUT_OF_RANGE for a slot id past the pool; SWA_FAILED_PRECONDITION for a
- *  slot that is not allocated or a value below the current one.
+ *  slot that is not allocated, busy, device-advanced or held by a decode graph
+ *  (the graph keeps the valid_start it imported; release the slot first, as at
+ *  swa_slot_free()), or a value below the current one.
  *  \note Thread-safe (internally locked). */
 SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
                                               int32_t valid_start);
@@ -428,7 +440,8 @@ SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
  *  \param[out] replay_len Receives H - max(0, H - W) (tokens to re-run); may be NULL.
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a negative hit_len;
  *  SWA_OUT_OF_RANGE for a slot id past the pool; SWA_FAILED_PRECONDITION for a
- *  slot that is not allocated or holds positions (reset it first).
+ *  slot that is not allocated, busy, device-advanced, held by a decode graph
+ *  (release it first, as at swa_slot_free()) or holds positions (reset it first).
  *  \see \ref md_docs_planner "docs/planner.md".
  *  \note Thread-safe (internally locked). */
 SWA_API swa_status_t swa_slot_begin_replay(swa_cache_t* cache, uint32_t slot, int32_t hit_len,
@@ -830,6 +843,8 @@ SWA_API swa_status_t swa_decode_graph_create(swa_cache_t* cache, uint32_t max_se
 
 /** \brief Destroy a graph (NULL is ignored). A captured CUDA graph that uses
  *  it must not be launched afterwards; wait for launches in flight first.
+ *  Releases the graph's hold on every slot it still holds
+ *  (swa_decode_graph_import()); the cache must still exist.
  *  \warning Experimental: may change before 1.0.
  *  \note Not thread-safe with other calls on the same graph. */
 SWA_API void swa_decode_graph_destroy(swa_decode_graph_t* graph);
@@ -842,8 +857,20 @@ SWA_API void swa_decode_graph_destroy(swa_decode_graph_t* graph);
  *  reports their lengths, swa_plan_build(), swa_step() with an older plan,
  *  swa_slot_save(), swa_slot_restore(), swa_slot_copy(),
  *  swa_slot_set_valid_start() and swa_slot_begin_replay() on them fail with
- *  SWA_FAILED_PRECONDITION naming the slot. Import a slot again after any
- *  host-side change (host-planned step, restore, reset, free and alloc).
+ *  SWA_FAILED_PRECONDITION naming the slot.
+ *
+ *  The graph also *holds* the slots until swa_decode_graph_release() or
+ *  swa_decode_graph_destroy(), whatever swa_slot_set_lengths() says: while any
+ *  graph holds a slot, every call that would give it another owner or replace
+ *  its content fails with SWA_FAILED_PRECONDITION naming the slot and the way
+ *  out (swa_slot_free(), swa_slot_reset(), swa_slot_copy() into it,
+ *  swa_slot_restore() into it, swa_slot_begin_replay(),
+ *  swa_slot_set_valid_start()), so a graph step never writes a ring that
+ *  changed hands. Reads (copy from it, save) and the owner's host-planned
+ *  steps are allowed once its lengths are host-known. Importing a slot again
+ *  into a graph that holds it refreshes the graph's copy (after a host-planned
+ *  step); several graphs may hold one slot (each import needs the slot not
+ *  device-advanced).
  *  Set-up call: not capturable (on CUDA it copies from the host, ordered on
  *  `stream`, and may wait for the stream before the copy).
  *  \warning Experimental: may change before 1.0.
@@ -862,9 +889,13 @@ SWA_API swa_status_t swa_decode_graph_import(swa_decode_graph_t* graph, const ui
                                              size_t n, void* stream);
 
 /** \brief Take slots back from the graph: later graph steps naming them refuse
- *  the sequence (SWA_GRAPH_SLOT_NOT_IMPORTED). Release before freeing a slot.
- *  The slot table is not changed (a device-advanced slot stays so until
- *  swa_slot_set_lengths()). Set-up call, ordered on `stream`, not capturable.
+ *  the sequence (SWA_GRAPH_SLOT_NOT_IMPORTED), and the graph's hold on them
+ *  ends (swa_decode_graph_import()). Release before freeing, resetting or
+ *  overwriting a slot. A slot the graph does not hold is no error. A
+ *  device-advanced slot stays so until swa_slot_set_lengths() (it may be freed
+ *  or reset without). Set-up call, ordered on `stream`, not capturable: graph
+ *  work enqueued before it, on this or another stream, may still write the
+ *  slot, so order it before the slot's next owner uses it.
  *  \warning Experimental: may change before 1.0.
  *  \param[in,out] graph The graph.
  *  \param[in] slots Host array [n] of slot ids, borrowed for the call.
@@ -914,7 +945,9 @@ SWA_API swa_status_t swa_decode_graph_plan(swa_decode_graph_t* graph, const int3
  *  swa_step()'s work for the device plan: the new K/V of every valid sequence
  *  are encoded into its ring rows, then each of its tokens attends (sinks,
  *  soft-cap and lse as in swa_step()). Rows of padding and refused sequences
- *  are written as zeros in out and lse; nothing of theirs reaches the ring.
+ *  are written as zeros in out and -inf in lse (the LSE of a row that saw no
+ *  key, so that swa_attention_merge() gives them no weight); nothing of theirs
+ *  reaches the ring.
  *  Outputs equal those of swa_plan_build() + swa_step() over the valid
  *  sequences, bit for bit on the same backend. Run every layer once per plan.
  *  \warning Experimental: may change before 1.0.
@@ -971,7 +1004,8 @@ SWA_API swa_status_t swa_decode_graph_reset_error(swa_decode_graph_t* graph, voi
  *  step (not a deeper rewind: express that by the next step's seqlen_k). The
  *  host then assumes the ring may hold up to R - W + 1 positions past
  *  written_end, so a host-planned step may start at written_end but not
- *  rewind below it. The graph's own copy is not changed. On a slot that is not
+ *  rewind below it. The graph's own copy is not changed, and the graph keeps
+ *  holding the slot (swa_decode_graph_import()). On a slot that is not
  *  device-advanced it may only rewind (written_end no higher than the
  *  positions its ring holds). All-or-nothing.
  *  \warning Experimental: may change before 1.0.
@@ -1233,9 +1267,11 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  \retval SWA_DATA_LOSS for a corrupt or truncated blob, or a blob saved under
  *  another key (copied or renamed to this one).
  *  \retval SWA_FAILED_PRECONDITION for a blob of another layout or format
- *  version, when no store is attached, the slot is not allocated or is being
- *  saved/restored, or the slot was freed (and perhaps allocated again) while the
- *  blob was read: the restore then belongs to no owner and writes nothing.
+ *  version, when no store is attached, the slot is not allocated, is being
+ *  saved/restored, is device-advanced or is held by a decode graph (checked
+ *  before any store I/O and again before the copy: release it first, as at
+ *  swa_slot_free()), or the slot was freed (and perhaps allocated again) while
+ *  the blob was read: the restore then belongs to no owner and writes nothing.
  *  \retval SWA_OUT_OF_RANGE for a bad slot id.
  *  \retval SWA_INVALID_ARGUMENT for a NULL cache or key, or a bad key_len.
  *  \retval other The store's error.

@@ -70,6 +70,9 @@ absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
   SWA_RETURN_IF_ERROR(slots_.CheckPlannableLocked(src));
   SWA_RETURN_IF_ERROR(slots_.CheckPlannableLocked(dst));
   if (src == dst) return absl::OkStatus();
+  // Reading a held src is fine (its lengths are host-known); a held dst would
+  // get the graph's stale lengths written over the copied sequence.
+  SWA_RETURN_IF_ERROR(slots_.CheckNotHeldLocked(dst, "copying into it"));
   SWA_RETURN_IF_ERROR(backend_->Copy(slot_base(dst), slot_base(src), layout_.slot_bytes()));
   SlotTable::CopyPositions(slots_.StateLocked(src), &slots_.StateLocked(dst));
   return absl::OkStatus();

@@ -40,6 +40,16 @@ absl::Status SlotTable::CheckHostKnownLocked(uint32_t slot) const {
   return absl::OkStatus();
 }
 
+absl::Status SlotTable::CheckNotHeldLocked(uint32_t slot, const char* action) const {
+  const int32_t holds = state_[slot].graph_holds;
+  if (holds > 0)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "slot %u is imported into %d decode graph%s, whose steps may still write its ring: "
+        "release it with swa_decode_graph_release() (or destroy the graph) before %s",
+        slot, holds, holds == 1 ? "" : "s", action));
+  return absl::OkStatus();
+}
+
 absl::Status SlotTable::CheckPlannableLocked(uint32_t slot) const {
   SWA_RETURN_IF_ERROR(CheckAllocatedLocked(slot));
   return CheckHostKnownLocked(slot);
@@ -70,6 +80,8 @@ absl::Status SlotTable::Free(uint32_t slot) {
           absl::StrFormat("slot %u is not allocated (double free?)", slot));
     return s;
   }
+  // A graph that still holds the slot would write the next owner's ring.
+  SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "freeing it"));
   state_[slot] = SlotState{.generation = state_[slot].generation + 1};
   free_.push_back(slot);
   return absl::OkStatus();
@@ -78,6 +90,7 @@ absl::Status SlotTable::Free(uint32_t slot) {
 absl::Status SlotTable::Reset(uint32_t slot) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckAllocatedLocked(slot); !s.ok()) return s;
+  SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "resetting it"));
   state_[slot] = SlotState{.allocated = true, .generation = state_[slot].generation};
   return absl::OkStatus();
 }
@@ -105,6 +118,7 @@ absl::StatusOr<uint32_t> SlotTable::Generation(uint32_t slot) const {
   // Plannable, not only allocated: a restore asks before its store I/O, and a
   // device-advanced slot must be refused as such, whatever the store answers.
   if (absl::Status s = CheckPlannableLocked(slot); !s.ok()) return s;
+  SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "restoring into it"));
   return state_[slot].generation;
 }
 
@@ -137,6 +151,8 @@ absl::Status SlotTable::BeginWrite(uint32_t slot, uint32_t generation) {
         "nothing was written",
         slot, st.allocated ? " and allocated again" : "", generation, st.generation));
   if (absl::Status s = CheckPlannableLocked(slot); !s.ok()) return s;
+  // A graph may have imported the slot while the restore read the store.
+  SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "restoring into it"));
   st.busy = -1;
   return absl::OkStatus();
 }
@@ -149,7 +165,8 @@ void SlotTable::EndWrite(uint32_t slot, const SlotState* restored) {
 
 // ---- Graph decode (src/step/decode_graph.h) ----------------------------------
 
-absl::Status SlotTable::MarkDeviceAdvanced(const uint32_t* slots, size_t n, SlotState* states) {
+absl::Status SlotTable::MarkDeviceAdvanced(const uint32_t* slots, size_t n,
+                                           const uint8_t* takes_hold, SlotState* states) {
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i) {
     if (absl::Status s = CheckPlannableLocked(slots[i]); !s.ok())
@@ -161,15 +178,26 @@ absl::Status SlotTable::MarkDeviceAdvanced(const uint32_t* slots, size_t n, Slot
   }
   for (size_t i = 0; i < n; ++i) {
     state_[slots[i]].device_advanced = true;
+    if (takes_hold[i] != 0) ++state_[slots[i]].graph_holds;
     states[i] = state_[slots[i]];
   }
   return absl::OkStatus();
 }
 
-void SlotTable::UnmarkDeviceAdvanced(const uint32_t* slots, size_t n) {
+void SlotTable::UnmarkDeviceAdvanced(const uint32_t* slots, size_t n, const uint8_t* takes_hold) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < n; ++i) {
+    if (slots[i] >= state_.size()) continue;
+    state_[slots[i]].device_advanced = false;
+    if (takes_hold[i] != 0 && state_[slots[i]].graph_holds > 0) --state_[slots[i]].graph_holds;
+  }
+}
+
+void SlotTable::DropGraphHolds(const uint32_t* slots, size_t n) {
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < n; ++i)
-    if (slots[i] < state_.size()) state_[slots[i]].device_advanced = false;
+    if (slots[i] < state_.size() && state_[slots[i]].graph_holds > 0)
+      --state_[slots[i]].graph_holds;
 }
 
 absl::Status SlotTable::SetLengths(const uint32_t* slots, const int32_t* written_end,
@@ -227,6 +255,8 @@ absl::Status SlotTable::SetValidStart(uint32_t slot, int32_t valid_start) {
         absl::StrFormat("valid_start = %d is negative", valid_start));
   absl::MutexLock lock(&mu_);
   SWA_RETURN_IF_ERROR(CheckPlannableLocked(slot));
+  // The graph keeps the valid_start it imported and would read below the new one.
+  SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "raising its valid_start"));
   SlotState& st = state_[slot];
   if (valid_start < st.valid_start)
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -243,6 +273,7 @@ absl::StatusOr<ReplayRange> SlotTable::BeginReplay(uint32_t slot, int32_t window
     return absl::InvalidArgumentError(absl::StrFormat("hit_len = %d is negative", hit_len));
   absl::MutexLock lock(&mu_);
   SWA_RETURN_IF_ERROR(CheckPlannableLocked(slot));
+  SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "preparing it for replay"));
   SlotState& st = state_[slot];
   if (st.written_end > st.valid_start)
     return absl::FailedPreconditionError(absl::StrFormat(

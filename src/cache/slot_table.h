@@ -34,6 +34,11 @@ struct SlotState {
   // graph (src/step/decode_graph.h): its lengths here are stale until
   // SetLengths(). Host planning, saves, restores, copies and replay refuse it.
   bool device_advanced = false;
+  // Live decode graphs that imported the slot and have not released it: any
+  // of them may still write its ring. While > 0, every call that would hand the
+  // slot to another owner or replace its content (free, reset, copy into it,
+  // restore into it, begin_replay, set_valid_start) fails (CheckNotHeldLocked).
+  int32_t graph_holds = 0;
 };
 
 // What swa_slot_begin_replay reports: the positions to re-run.
@@ -65,8 +70,9 @@ class SlotTable {
   absl::StatusOr<ReplayRange> BeginReplay(uint32_t slot, int32_t window, int32_t hit_len)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The slot's generation; OUT_OF_RANGE, FAILED_PRECONDITION as CheckPlannableLocked
-  // (also for a device-advanced slot).
+  // The slot's generation, asked by a restore before its store I/O;
+  // OUT_OF_RANGE, FAILED_PRECONDITION as CheckPlannableLocked (also for a
+  // device-advanced slot) and CheckNotHeldLocked.
   absl::StatusOr<uint32_t> Generation(uint32_t slot) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Payload copies run without the lock; the slot is marked busy meanwhile.
@@ -74,7 +80,7 @@ class SlotTable {
   absl::StatusOr<SlotState> BeginRead(uint32_t slot) ABSL_LOCKS_EXCLUDED(mu_);
   void EndRead(uint32_t slot) ABSL_LOCKS_EXCLUDED(mu_);
   // A restore: alone, and only while the slot still has `generation` (it was
-  // not freed since the caller read it).
+  // not freed since the caller read it) and no decode graph holds it.
   absl::Status BeginWrite(uint32_t slot, uint32_t generation) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends a write; `restored` (when not null) supplies written_end, valid_start
   // and ring_high.
@@ -82,11 +88,16 @@ class SlotTable {
 
   // Marks slots imported into a graph decode (all-or-nothing; each must be
   // allocated, idle and not already device-advanced) and returns their states.
-  absl::Status MarkDeviceAdvanced(const uint32_t* slots, size_t n, SlotState* states)
+  // `takes_hold[i]` != 0: the importing graph did not hold slots[i] yet, and
+  // takes a hold on it (graph_holds + 1).
+  absl::Status MarkDeviceAdvanced(const uint32_t* slots, size_t n, const uint8_t* takes_hold,
+                                  SlotState* states) ABSL_LOCKS_EXCLUDED(mu_);
+  // Undoes MarkDeviceAdvanced() (the mark and the holds taken) for slots the
+  // graph never received (its copy failed).
+  void UnmarkDeviceAdvanced(const uint32_t* slots, size_t n, const uint8_t* takes_hold)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Undoes MarkDeviceAdvanced() for slots the graph never received (its copy
-  // failed); slots freed or reset since are left alone.
-  void UnmarkDeviceAdvanced(const uint32_t* slots, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
+  // A graph released `slots` (or was destroyed): one hold less on each.
+  void DropGraphHolds(const uint32_t* slots, size_t n) ABSL_LOCKS_EXCLUDED(mu_);
   // The engine's lengths of slots a graph decode advanced (all-or-nothing);
   // clears device_advanced. `valid_start` may be null (keep the slot's).
   // `ring_slack` (R - W + 1): how far past written_end the ring may hold rows.
@@ -95,6 +106,10 @@ class SlotTable {
       ABSL_LOCKS_EXCLUDED(mu_);
   // FAILED_PRECONDITION naming the slot when it is device-advanced.
   absl::Status CheckHostKnownLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FAILED_PRECONDITION naming the slot when a decode graph holds it; `action`
+  // ("freeing it", ...) completes the message's advice.
+  absl::Status CheckNotHeldLocked(uint32_t slot, const char* action) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // CheckAllocatedLocked, then CheckHostKnownLocked.
   absl::Status CheckPlannableLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -48,21 +48,38 @@ absl::StatusOr<std::unique_ptr<DecodeGraph>> DecodeGraph::Create(Cache& cache, i
                          .tokens = tokens,
                          .window = int32_t(lay.window()),
                          .ring_len = int32_t(lay.ring_len())};
+  g->held_.assign(lay.max_slots(), 0);
   SWA_ASSIGN_OR_RETURN(g->exec_, cache.backend().MakeGraph(g->setup_));
   return g;
+}
+
+DecodeGraph::~DecodeGraph() {
+  std::vector<uint32_t> held;
+  for (size_t s = 0; s < held_.size(); ++s)
+    if (held_[s] != 0) held.push_back(uint32_t(s));
+  if (!held.empty()) cache_->slots().DropGraphHolds(held.data(), held.size());
 }
 
 absl::Status DecodeGraph::Import(const uint32_t* slots, size_t n, void* stream) {
   if (n == 0) return absl::OkStatus();
   std::vector<SlotState> states(n);
   std::vector<plan::GraphSlot> values(n);
-  SWA_RETURN_IF_ERROR(cache_->slots().MarkDeviceAdvanced(slots, n, states.data()));
+  // A re-import (after swa_slot_set_lengths) refreshes the copy without a second hold.
+  std::vector<uint8_t> takes_hold(n);
+  for (size_t i = 0; i < n; ++i)
+    takes_hold[i] = slots[i] < held_.size() && held_[slots[i]] == 0 ? 1 : 0;
+  SWA_RETURN_IF_ERROR(
+      cache_->slots().MarkDeviceAdvanced(slots, n, takes_hold.data(), states.data()));
   for (size_t i = 0; i < n; ++i)
     values[i] = plan::GraphSlot{states[i].written_end, states[i].valid_start,
                                 states[i].ring_high, 1};
   absl::Status st = exec_->SetSlots(slots, values.data(), n, stream);
-  if (!st.ok()) cache_->slots().UnmarkDeviceAdvanced(slots, n);  // the graph did not get them
-  return st;
+  if (!st.ok()) {
+    cache_->slots().UnmarkDeviceAdvanced(slots, n, takes_hold.data());  // the graph did not get them
+    return st;
+  }
+  for (size_t i = 0; i < n; ++i) held_[slots[i]] = 1;
+  return absl::OkStatus();
 }
 
 absl::Status DecodeGraph::Release(const uint32_t* slots, size_t n, void* stream) {
@@ -72,7 +89,17 @@ absl::Status DecodeGraph::Release(const uint32_t* slots, size_t n, void* stream)
       return absl::OutOfRangeError(absl::StrFormat(
           "slots[%u] = %u is out of range: the pool has %d slots", i, slots[i], setup_.max_slots));
   std::vector<plan::GraphSlot> values(n, plan::GraphSlot{0, 0, 0, 0});
-  return exec_->SetSlots(slots, values.data(), n, stream);
+  std::vector<uint32_t> dropped;
+  dropped.reserve(n);
+  SWA_RETURN_IF_ERROR(exec_->SetSlots(slots, values.data(), n, stream));
+  // Only now: a release whose copy failed leaves the graph able to write.
+  for (size_t i = 0; i < n; ++i)
+    if (held_[slots[i]] != 0) {
+      held_[slots[i]] = 0;
+      dropped.push_back(slots[i]);
+    }
+  cache_->slots().DropGraphHolds(dropped.data(), dropped.size());
+  return absl::OkStatus();
 }
 
 absl::Status DecodeGraph::Plan(const int32_t* slots, const int32_t* seqlen_k, int32_t n_seqs,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backend/graph_work.h"
@@ -18,11 +19,17 @@ class DecodeGraph {
   // [1, R - W + 1]. Refuses caches with a RoPE layer (UNIMPLEMENTED).
   static absl::StatusOr<std::unique_ptr<DecodeGraph>> Create(Cache& cache, int32_t max_seqs,
                                                             int32_t tokens);
+  // Drops the graph's holds on the slots it still holds.
+  ~DecodeGraph();
+  DecodeGraph(const DecodeGraph&) = delete;
+  DecodeGraph& operator=(const DecodeGraph&) = delete;
 
-  // Copies the host lengths of `slots` into the graph and marks them
-  // device-advanced in the slot table (all-or-nothing).
+  // Copies the host lengths of `slots` into the graph, marks them
+  // device-advanced in the slot table and holds them (all-or-nothing): while
+  // held, the slot table refuses to free, reset or overwrite them.
   absl::Status Import(const uint32_t* slots, size_t n, void* stream);
-  // The graph refuses `slots` from now on (slot-table state unchanged).
+  // The graph refuses `slots` from now on and drops its holds on them
+  // (device_advanced unchanged).
   absl::Status Release(const uint32_t* slots, size_t n, void* stream);
   absl::Status Plan(const int32_t* slots, const int32_t* seqlen_k, int32_t n_seqs, void* stream);
   absl::Status Step(const StepTensors& tensors);
@@ -41,6 +48,7 @@ class DecodeGraph {
   Cache* cache_ = nullptr;
   GraphSetup setup_;
   std::unique_ptr<GraphExecutor> exec_;
+  std::vector<uint8_t> held_;  // per slot: 1 = this graph holds it (SlotState::graph_holds)
   bool planned_ = false;
 };
 
