@@ -113,6 +113,25 @@ __device__ __forceinline__ void Dequant8(const uint8_t* vec, Format format, int 
   }
 }
 
+// Two consecutive values (element e, even) of a stored vector: Dequant8's
+// values of those elements.
+template <int D>
+__device__ __forceinline__ void Dequant2(const uint8_t* vec, Format format, int e, float* out) {
+  if (format == Format::kMxfp8) {
+    const uint8_t scale = vec[D + e / 32];
+    out[0] = codec::DecodeElement(vec[e], scale);
+    out[1] = codec::DecodeElement(vec[e + 1], scale);
+  } else if (format == Format::kBf16) {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(vec) + e;
+    out[0] = __uint_as_float(uint32_t(h[0]) << 16);
+    out[1] = __uint_as_float(uint32_t(h[1]) << 16);
+  } else {
+    const float* f = reinterpret_cast<const float*>(vec) + e;
+    out[0] = f[0];
+    out[1] = f[1];
+  }
+}
+
 // Eight query values as FP32.
 __device__ __forceinline__ void LoadQuery8(const AttentionParams& p, int64_t elem, float* out) {
   if (p.q_dtype == Dtype::kFp32) {
@@ -132,12 +151,13 @@ __device__ __forceinline__ float LoadQuery1(const AttentionParams& p, int64_t el
                                    : codec::Bf16ToFloat(static_cast<const uint16_t*>(p.q)[elem]);
 }
 
-// Dim e of the query vector starting at element `vec0`, rotated by `pos` when
-// the layer has RoPE (the partner dim is read from memory too).
+// Dim e of the query vector starting at element `vec0`, rotated by its
+// token's table row `cs` when the layer has RoPE (the partner dim is read from
+// memory too).
 __device__ __forceinline__ float LoadQueryDim(const AttentionParams& p, int64_t vec0, int e,
-                                              float pos) {
+                                              const RopeCs* cs) {
   if (!p.rope.on()) return LoadQuery1(p, vec0 + e);
-  return RopeRotatedDim(p.rope, uint32_t(e), pos, p.rope.attention_factor, 1.0f,
+  return RopeRotatedDim(p.rope, uint32_t(e), cs, p.rope.attention_factor, 1.0f,
                         [&](uint32_t d) { return LoadQuery1(p, vec0 + d); });
 }
 

@@ -81,7 +81,7 @@ cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
       (kStaged ? (p.pivots == nullptr || p.staging == nullptr)
                : (p.offset_len == nullptr || p.ring.base == nullptr || p.ring.ring_len <= 0)) ||
       !(p.softcap >= 0) ||
-      (p.rope.on() && (p.rope.inv_freq == nullptr || p.rope.dims <= 0 || p.rope.dims % 2 != 0 ||
+      (p.rope.on() && (p.rope.cos_sin == nullptr || p.rope.dims <= 0 || p.rope.dims % 2 != 0 ||
                        p.rope.first_dim < 0 || p.rope.first_dim + p.rope.dims > p.head_dim)))
     return cudaErrorInvalidValue;
   // The variant comes from the backend (CudaBackend::AttentionVariantOf), the

@@ -96,11 +96,11 @@ __device__ __forceinline__ void AddNonfiniteValues(
     const uint8_t* vec = sk.Vector(p, key, hv);
 #pragma unroll
     for (int nt = 0; nt < S::kOTiles; ++nt) {
-      float v[8];
-      Dequant8<S::kD>(vec, p.format, obase + nt * 8, v);
+      float v[2];
+      Dequant2<S::kD>(vec, p.format, obase + nt * 8 + tig * 2, v);
 #pragma unroll
       for (int c2 = 0; c2 < 2; ++c2) {
-        const float x = v[tig * 2 + c2];
+        const float x = v[c2];
         if (isfinite(x)) continue;
         if (vis[0]) o[nt][c2] += pv[0] * x;
         if (vis[1]) o[nt][2 + c2] += pv[1] * x;
@@ -110,7 +110,7 @@ __device__ __forceinline__ void AddNonfiniteValues(
 }
 
 template <class S, bool kStaged>
-__global__ void __launch_bounds__(S::kThreads) MmaAttentionKernel(AttentionParams p) {
+__global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKernel(AttentionParams p) {
   constexpr int D = S::kD;
   constexpr bool kSharedKv = S::kShared;
   static_assert(S::kEpilogueFits);
@@ -166,24 +166,35 @@ __global__ void __launch_bounds__(S::kThreads) MmaAttentionKernel(AttentionParam
     row_end[tid] = kr.end;
     if (tid < 4) bad_masks[tid] = 0;
   }
-  for (int idx = tid; idx < S::kRows * (D / 8); idx += S::kThreads) {
-    const int rr = idx / (D / 8);
-    const int e = (idx % (D / 8)) * 8;
-    const int32_t r = work.row0 + rr;
-    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (r < n_rows) {
-      const QueryRow qr = QueryRowOf(r, group, g);
-      const int64_t vec0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
-      if (p.rope.on()) {
-        const float pos = float(sk.s.q_start + qr.token);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = LoadQueryDim(p, vec0, e + j, pos);
-      } else {
-        LoadQuery8(p, vec0 + e, v);
+  if (p.rope.on()) {
+    // Rotated on load, one dim per thread and iteration (the pair partner
+    // and the table entry are read per dim: few live values, little code).
+#pragma unroll 1
+    for (int idx = tid; idx < S::kRows * D; idx += S::kThreads) {
+      const int rr = idx / D;
+      const int e = idx % D;
+      const int32_t r = work.row0 + rr;
+      float v = 0;
+      if (r < n_rows) {
+        const QueryRow qr = QueryRowOf(r, group, g);
+        const int64_t t = int64_t(sk.s.token_offset) + qr.token;
+        v = LoadQueryDim(p, (t * p.q_heads + qr.head) * D, e, p.rope.TokenRow(t));
       }
+      q_s[rr * S::kQStride + e] = __float2bfloat16_rn(v);
     }
+  } else {
+    for (int idx = tid; idx < S::kRows * (D / 8); idx += S::kThreads) {
+      const int rr = idx / (D / 8);
+      const int e = (idx % (D / 8)) * 8;
+      const int32_t r = work.row0 + rr;
+      float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (r < n_rows) {
+        const QueryRow qr = QueryRowOf(r, group, g);
+        LoadQuery8(p, ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D + e, v);
+      }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) q_s[rr * S::kQStride + e + j] = __float2bfloat16_rn(v[j]);
+      for (int j = 0; j < 8; ++j) q_s[rr * S::kQStride + e + j] = __float2bfloat16_rn(v[j]);
+    }
   }
   __syncthreads();
 
@@ -255,14 +266,23 @@ __global__ void __launch_bounds__(S::kThreads) MmaAttentionKernel(AttentionParam
             const int col = kbase + nt * 8 + tig * 2 + c2;
             const int32_t key = k0 + col;
             const bool vis = key >= row_begin[r] && key < row_end[r];
-            float z = acc[nt][2 * h + c2];
-            // A visible key with a non-finite K value: its score from the
-            // stored values (the tile holds zeros there), like the CPU's.
-            if (any_k_bad && vis && KeyFlagged(k_bad, col))
-              z = FullScore<D>(p, sk, q_s + r * S::kQStride, key, g);
-            s_s[r * S::kSStride + col] = vis ? CappedScore(p, z * p.scale) : kNegInf;
+            s_s[r * S::kSStride + col] = vis ? CappedScore(p, acc[nt][2 * h + c2] * p.scale) : kNegInf;
           }
         }
+      // A visible key with a non-finite K value: its score from the stored
+      // values (the tile holds zeros there), like the CPU's. Rare: one rolled
+      // pass over this thread's scores, rewriting its own elements.
+      if (any_k_bad) {
+#pragma unroll 1
+        for (int i = 0; i < S::kSTiles * 4; ++i) {
+          const int r = rbase + gid + 8 * ((i >> 1) & 1);
+          const int col = kbase + (i >> 2) * 8 + tig * 2 + (i & 1);
+          const int32_t key = k0 + col;
+          if (key >= row_begin[r] && key < row_end[r] && KeyFlagged(k_bad, col))
+            s_s[r * S::kSStride + col] =
+                CappedScore(p, FullScore<D>(p, sk, q_s + r * S::kQStride, key, g) * p.scale);
+        }
+      }
     }
     __syncthreads();
 
@@ -372,9 +392,9 @@ __global__ void __launch_bounds__(S::kThreads) MmaAttentionKernel(AttentionParam
     const QueryRow qr = QueryRowOf(r, group, g);
     const int64_t elem0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
     const float* row = o_s + rr * D;
+    const RopeCs* cs = p.rope.TokenRow(int64_t(sk.s.token_offset) + qr.token);
     StoreOut(p, elem0 + e,
-             RopeRotatedDim(p.rope, uint32_t(e), float(sk.s.q_start + qr.token), 1.0f, -1.0f,
-                            [&](uint32_t d) { return row[d]; }));
+             RopeRotatedDim(p.rope, uint32_t(e), cs, 1.0f, -1.0f, [&](uint32_t d) { return row[d]; }));
   }
 }
 

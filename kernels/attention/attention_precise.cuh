@@ -12,7 +12,7 @@
 namespace swa::kernels {
 
 template <int D, bool kStaged, int kKeys>
-__global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads)
+__global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kKeys>::MinBlocks(D))
     PreciseAttentionKernel(AttentionParams p) {
   using S = PreciseShape<kKeys>;
   constexpr int kC = D / 32;
@@ -39,33 +39,30 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads)
   __syncthreads();
 
   float q[S::kRowsPerWarp][kC], o[S::kRowsPerWarp][kC], m[S::kRowsPerWarp], l[S::kRowsPerWarp];
-  float pos[S::kRowsPerWarp];  // the row's token position (RoPE)
   KeyRange kr[S::kRowsPerWarp];
-  int64_t out_elem[S::kRowsPerWarp];
 #pragma unroll
   for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
     const int32_t r = work.row0 + warp * S::kRowsPerWarp + rr;
     kr[rr] = {0, 0};
     m[rr] = kNegInf;
     l[rr] = 0;
-    out_elem[rr] = -1;
-    pos[rr] = 0;
 #pragma unroll
     for (int c = 0; c < kC; ++c) o[rr][c] = q[rr][c] = 0;
     if (r >= n_rows) continue;
     const QueryRow qr = QueryRowOf(r, group, g);
     kr[rr] = sk.TokenKeys(p, qr.token);
-    out_elem[rr] = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
-    pos[rr] = float(sk.s.q_start + qr.token);
+    const int64_t t = int64_t(sk.s.token_offset) + qr.token;
+    const int64_t elem0 = (t * p.q_heads + qr.head) * D;
     if (p.rope.on()) {
 #pragma unroll
-      for (int c = 0; c < kC; ++c) q[rr][c] = LoadQueryDim(p, out_elem[rr], lane + 32 * c, pos[rr]);
+      for (int c = 0; c < kC; ++c)
+        q[rr][c] = LoadQueryDim(p, elem0, lane + 32 * c, p.rope.TokenRow(t));
     } else if (p.q_dtype == Dtype::kFp32) {
-      const float* qs = static_cast<const float*>(p.q) + out_elem[rr];
+      const float* qs = static_cast<const float*>(p.q) + elem0;
 #pragma unroll
       for (int c = 0; c < kC; ++c) q[rr][c] = qs[lane + 32 * c];
     } else {
-      const uint16_t* qs = static_cast<const uint16_t*>(p.q) + out_elem[rr];
+      const uint16_t* qs = static_cast<const uint16_t*>(p.q) + elem0;
 #pragma unroll
       for (int c = 0; c < kC; ++c) q[rr][c] = __uint_as_float(uint32_t(qs[lane + 32 * c]) << 16);
     }
@@ -122,11 +119,6 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads)
     }
   }
 
-  if (p.lse != nullptr && lane == 0) {
-#pragma unroll
-    for (int rr = 0; rr < S::kRowsPerWarp; ++rr)
-      if (out_elem[rr] >= 0) p.lse[out_elem[rr] / D] = RowLse(m[rr], l[rr]);
-  }
   const bool derotate = p.rope.on() && p.rope.derotate_output;
   // De-rotation reads the pair partner from another lane: the warp's rows go
   // through shared memory (the K tile, free once every warp has finished).
@@ -134,11 +126,17 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads)
   if (derotate) __syncthreads();
 #pragma unroll
   for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
-    if (out_elem[rr] < 0) continue;
+    // The row's indices again, rather than live registers through the key loop.
+    const int32_t r = work.row0 + warp * S::kRowsPerWarp + rr;
+    if (r >= n_rows) continue;
+    const QueryRow qr = QueryRowOf(r, group, g);
+    const int64_t t = int64_t(sk.s.token_offset) + qr.token;
+    const int64_t elem0 = (t * p.q_heads + qr.head) * D;
+    if (p.lse != nullptr && lane == 0) p.lse[t * p.q_heads + qr.head] = RowLse(m[rr], l[rr]);
     const float inv = l[rr] > 0 ? 1.0f / l[rr] : 0.0f;
     if (!derotate) {
 #pragma unroll
-      for (int c = 0; c < kC; ++c) StoreOut(p, out_elem[rr] + lane + 32 * c, o[rr][c] * inv);
+      for (int c = 0; c < kC; ++c) StoreOut(p, elem0 + lane + 32 * c, o[rr][c] * inv);
       continue;
     }
     float* row = o_s + rr * D;
@@ -147,8 +145,8 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads)
     __syncwarp();
 #pragma unroll
     for (int c = 0; c < kC; ++c)
-      StoreOut(p, out_elem[rr] + lane + 32 * c,
-               RopeRotatedDim(p.rope, uint32_t(lane + 32 * c), pos[rr], 1.0f, -1.0f,
+      StoreOut(p, elem0 + lane + 32 * c,
+               RopeRotatedDim(p.rope, uint32_t(lane + 32 * c), p.rope.TokenRow(t), 1.0f, -1.0f,
                               [&](uint32_t d) { return row[d]; }));
   }
 }

@@ -75,6 +75,14 @@ struct MmaSmallPick {
 template <int D, bool kSharedKv>
 using MmaSmall = typename MmaSmallPick<D, kSharedKv>::type;
 
+// Resident CTAs per SM the tensor-core kernel of shape S asks ptxas to allow
+// for (__launch_bounds__; 0 = ptxas' own choice). The shapes only the small
+// variant uses run where a CTA's shared memory (over 50 KiB) leaves room for
+// one CTA per SM (sm_86/89/120: 100 KiB per SM), so their registers are
+// sized for one CTA: ptxas' default target spilled there.
+template <class S>
+inline constexpr int kMmaMinBlocks = std::is_same_v<S, MmaLarge<S::kD, S::kShared>> ? 0 : 1;
+
 // The precise kernel: 8 warps x 2 query rows, kKeys keys per FP32 key tile.
 template <int kKeys_>
 struct PreciseShape {
@@ -89,6 +97,10 @@ struct PreciseShape {
   static constexpr size_t SmemBytes(int d, bool shared_kv) {
     return size_t(kKeys) * d * sizeof(float) * (shared_kv ? 1 : 2);
   }
+  // Resident CTAs per SM asked of ptxas (__launch_bounds__): a register cap
+  // of 64 / 85 / 128 per thread for head dims up to 128 / 256 / 512, which
+  // the kernel needs without spilling (ptxas' own target spilled at D 64).
+  static constexpr int MinBlocks(int d) { return d <= 128 ? 4 : d <= 256 ? 3 : 2; }
 };
 inline constexpr int kPreciseLargeKeys = 32;
 // Keys per tile of the small precise kernel for head dim D: 16 where 32 keys

@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
         return fp32 ? static_cast<const float*>(src)[head0 + d]
                     : codec::Bf16ToFloat(static_cast<const uint16_t*>(src)[head0 + d]);
       };
-      RotatedBlockBits(p.rope, uint32_t(b), float(p.positions[t]), load, bits);
+      RotatedBlockBits(p.rope, uint32_t(b), p.rope.TokenRow(t), load, bits);
     } else if (p.src_dtype == Dtype::kFp32) {
       const float* s = static_cast<const float*>(src) + elem0;
 #pragma unroll
@@ -144,7 +144,7 @@ cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream) {
       uint32_t(p.src_dtype) > uint32_t(Dtype::kBf16) ||
       (p.store_rows == nullptr && p.staging == nullptr) ||
       (p.store_rows != nullptr && (p.ring.base == nullptr || p.ring.ring_len <= 0)) ||
-      (p.rope.on() && (p.positions == nullptr || p.rope.inv_freq == nullptr ||
+      (p.rope.on() && (p.rope.cos_sin == nullptr ||
                        p.rope.dims <= 0 || p.rope.dims % 2 != 0 || p.rope.first_dim < 0 ||
                        p.rope.first_dim + p.rope.dims > p.head_dim)))
     return cudaErrorInvalidValue;

@@ -30,10 +30,10 @@ struct EncodeParams {
   RingRows ring;
   uint8_t* staging = nullptr;
   unsigned long long* nonfinite = nullptr;  // optional device counter (atomicAdd)
-  // RoPE: with rope.on(), each K vector is rotated by positions[t] (device,
-  // [T], required then) before it is encoded; V vectors never rotate.
+  // RoPE: with rope.on(), each K vector of token t is rotated by the table
+  // row t (rope.cos_sin, required then) before it is encoded; V vectors never
+  // rotate.
   RopeParams rope;
-  const int32_t* positions = nullptr;
 };
 cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream);
 

@@ -8,6 +8,7 @@
 
 #include "codec/mxfp8_math.h"
 #include "common/host_device.h"
+#include "kernels/step/unroll.h"
 
 namespace swa::kernels {
 
@@ -16,6 +17,7 @@ namespace swa::kernels {
 SWA_HOST_DEVICE uint32_t EncodeMxfp8Block(const uint32_t* bits, bool ceil, uint8_t* codes,
                                           uint8_t* scale) {
   uint32_t amax = 0;
+  SWA_DEVICE_UNROLL  // bits[] and codes[] stay in registers (no stack frame)
   for (int j = 0; j < codec::kBlock; ++j) {
     const uint32_t mag = bits[j] & 0x7FFFFFFFu;  // integer order == magnitude order
     amax = mag > amax ? mag : amax;
@@ -23,10 +25,12 @@ SWA_HOST_DEVICE uint32_t EncodeMxfp8Block(const uint32_t* bits, bool ceil, uint8
   const uint8_t s = codec::E8m0ForAmax(amax, ceil);
   *scale = s;
   if (s == codec::kE8m0Nan) {
+    SWA_DEVICE_UNROLL
     for (int j = 0; j < codec::kBlock; ++j) codes[j] = codec::kE4m3NanCode;
     return 1;
   }
   const int k = 127 - static_cast<int>(s);
+  SWA_DEVICE_UNROLL
   for (int j = 0; j < codec::kBlock; ++j) codes[j] = codec::E4m3EncodeScaled(bits[j], k);
   return 0;
 }
@@ -34,6 +38,7 @@ SWA_HOST_DEVICE uint32_t EncodeMxfp8Block(const uint32_t* bits, bool ceil, uint8
 // Non-finite test of a plain-format block (BF16/FP32 storage): any NaN or Inf.
 SWA_HOST_DEVICE uint32_t BlockIsNonFinite(const uint32_t* bits) {
   bool bad = false;
+  SWA_DEVICE_UNROLL
   for (int j = 0; j < codec::kBlock; ++j) bad |= codec::IsNonFiniteBits(bits[j]);
   return bad ? 1u : 0u;
 }

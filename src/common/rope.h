@@ -41,17 +41,35 @@ SWA_HOST_DEVICE bool RopeFreqOf(RopeStyle style, uint32_t first, uint32_t n, uin
   return true;
 }
 
-// cos and sin of frequency i at `pos`, times the attention factor.
-SWA_HOST_DEVICE void RopeAngle(float pos, float inv_freq, float factor, float* c, float* s) {
+// cos and sin of frequency i at `pos`: angle = fl(pos * inv_freq), precise
+// cosf/sinf. The CUDA step computes these once per token into a table
+// (kernels/step/rope_apply.h) and scales them with RopeScaled where used.
+SWA_HOST_DEVICE void RopeCosSin(float pos, float inv_freq, float* c, float* s) {
 #if defined(__CUDA_ARCH__)
   const float angle = __fmul_rn(pos, inv_freq);
-  *c = __fmul_rn(cosf(angle), factor);
-  *s = __fmul_rn(sinf(angle), factor);
 #else
   const float angle = pos * inv_freq;
-  *c = cosf(angle) * factor;
-  *s = sinf(angle) * factor;
 #endif
+  *c = cosf(angle);
+  *s = sinf(angle);
+}
+
+// RopeCosSin's (c0, s0) times the attention factor.
+SWA_HOST_DEVICE void RopeScaled(float c0, float s0, float factor, float* c, float* s) {
+#if defined(__CUDA_ARCH__)
+  *c = __fmul_rn(c0, factor);
+  *s = __fmul_rn(s0, factor);
+#else
+  *c = c0 * factor;
+  *s = s0 * factor;
+#endif
+}
+
+// cos and sin of frequency i at `pos`, times the attention factor.
+SWA_HOST_DEVICE void RopeAngle(float pos, float inv_freq, float factor, float* c, float* s) {
+  float c0, s0;
+  RopeCosSin(pos, inv_freq, &c0, &s0);
+  RopeScaled(c0, s0, factor, c, s);
 }
 
 // (x, y) -> (x c - y s, y c + x s). With -s, the inverse rotation.

@@ -2,13 +2,18 @@
 // CPU against what the CPU step does (src/backend/cpu/cpu_step.cc,
 // attention.cc):
 //  - common/rope.h RopeFreqOf inverts RopePair;
-//  - kernels/step/rope_apply.h: a dim rotated on its own (the kernels' way)
-//    equals RotateHead over the whole vector bit for bit (both styles,
-//    partial dims, YaRN, de-rotation), and an encoded MXFP8 block of a rotated
-//    key equals the CPU codec's bytes of the rotated vector (NEOX partners in
-//    other blocks);
-//  - TokenPositions and (with CUDA) RopeParamsOf, the host side of the tables;
+//  - kernels/step/rope_apply.h: a cos/sin table entry (RopeTableEntry, what
+//    the table kernel writes) scaled by the factor equals the CPU step's
+//    RopeAngle and the FP32 formula bit for bit (positions past 2^16 and 2^24,
+//    YaRN tables of real models); a dim rotated on its own from a table row
+//    (the kernels' way) equals RotateHead over the whole vector bit for bit
+//    (both styles, partial dims, YaRN, de-rotation), and an encoded MXFP8
+//    block of a rotated key equals the CPU codec's bytes of the rotated vector
+//    (NEOX partners in other blocks);
+//  - TokenSeq (the table kernel's token -> sequence) against the plan's
+//    token numbering, and (with CUDA) RopeParamsOf;
 //  - kernels/attention/softmax_stats.h against the formulas.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,6 +27,7 @@
 #include "kernels/step/mxfp8_block.h"
 #include "kernels/step/rope_apply.h"
 #include "layout/rope_table.h"
+#include "unit/rope_goldens.h"
 #if defined(SWACACHE_HAVE_CUDA)
 #include "backend/cuda/step_params.h"
 #endif
@@ -82,8 +88,15 @@ kernels::RopeParams ParamsOf(const RopeTable& t) {
   r.dims = int32_t(t.dims);
   r.attention_factor = t.attention_factor;
   r.derotate_output = t.derotate_output;
-  r.inv_freq = t.inv_freq.data();
   return r;
+}
+
+// A token's row of the cos/sin table, as the table kernel fills it.
+std::vector<kernels::RopeCs> TableRow(const RopeTable& t, int32_t pos) {
+  std::vector<kernels::RopeCs> row(t.dims / 2);
+  for (uint32_t i = 0; i < t.dims / 2; ++i)
+    row[i] = kernels::RopeTableEntry(float(pos), t.inv_freq[i]);
+  return row;
 }
 
 // cos/sin of a position as the CPU step lays them out for RotateHead.
@@ -143,8 +156,9 @@ TEST(CudaRopeMath, DimByDimEqualsRotateHeadBitForBit) {
         Angles(t, pos, factor, &cs);
         RotateHead(want.data(), t.style, t.first_dim, t.dims, cs.data(), cs.data() + t.dims / 2,
                    sign);
+        const std::vector<kernels::RopeCs> row = TableRow(t, pos);
         for (uint32_t e = 0; e < c.head_dim; ++e) {
-          const float got = kernels::RopeRotatedDim(r, e, float(pos), factor, sign,
+          const float got = kernels::RopeRotatedDim(r, e, row.data(), factor, sign,
                                                     [&](uint32_t d) { return v[d]; });
           ASSERT_EQ(Bits(got), Bits(want[e]))
               << c.name << " pos " << pos << " sign " << sign << " dim " << e;
@@ -175,9 +189,10 @@ TEST(CudaRopeMath, EncodedRotatedKeyBlocksEqualCpuCodecBytes) {
         codec::EncodeRows(Format::kMxfp8, ceil ? ScaleMode::kCeil : ScaleMode::kFloor, d, 1,
                           {rotated.data(), Dtype::kFp32, d}, {.base = want.data(), .stride = vb});
         std::fill(got.begin(), got.end(), 0xA5);
+        const std::vector<kernels::RopeCs> row = TableRow(t, pos);
         for (uint32_t b = 0; b < d / 32; ++b) {  // as the encode kernel's thread of block b
           uint32_t bits[32];
-          kernels::RotatedBlockBits(r, b, float(pos), [&](uint32_t e) { return k[e]; }, bits);
+          kernels::RotatedBlockBits(r, b, row.data(), [&](uint32_t e) { return k[e]; }, bits);
           kernels::EncodeMxfp8Block(bits, ceil, got.data() + 32 * b, got.data() + d + b);
         }
         ASSERT_EQ(got, want) << c.name << " pos " << pos << " ceil " << ceil;
@@ -186,13 +201,64 @@ TEST(CudaRopeMath, EncodedRotatedKeyBlocksEqualCpuCodecBytes) {
   }
 }
 
-TEST(CudaRopeMath, TokenPositions) {
-  // q_start = seqlen_k - seqlen_q; an empty sequence in between.
-  const PlannedSeq seqs[] = {
-      {3, 2, 10, 8, 0, 0}, {0, 0, 5, 5, 0, 2}, {7, 3, 3, 0, 0, 2}, {1, 1, 1000, 999, 990, 5}};
-  std::vector<int32_t> pos(6, -7);
-  kernels::TokenPositions(seqs, 4, pos.data());
-  EXPECT_EQ(pos, (std::vector<int32_t>{8, 9, 0, 1, 2, 999}));
+TEST(CudaRopeMath, TokenSeqFindsEachTokensSequence) {
+  // q_start = seqlen_k - seqlen_q; empty sequences at the start, in between
+  // and at the end (a host plan's), then a device plan's refused sequences
+  // (seqlen_q 0) between runs of equal length.
+  const std::vector<std::vector<PlannedSeq>> plans = {
+      {{3, 2, 10, 8, 0, 0}, {0, 0, 5, 5, 0, 2}, {7, 3, 3, 0, 0, 2}, {1, 1, 1000, 999, 990, 5}},
+      {{0, 0, 4, 4, 0, 0}, {5, 4, 9, 5, 0, 0}, {6, 0, 1, 1, 0, 4}},
+      {{1, 3, 70000, 69997, 0, 0}, {0, 0, 3, 3, 0, 3}, {2, 3, 3, 0, 0, 6}, {0, 0, 3, 3, 0, 9},
+       {0, 0, 3, 3, 0, 12}, {4, 3, 1 << 30, (1 << 30) - 3, 0, 15}},
+      {{9, 1, 1, 0, 0, 0}},
+      {}};
+  for (size_t n = 0; n < plans.size(); ++n) {
+    const std::vector<PlannedSeq>& seqs = plans[n];
+    int32_t T = 0;
+    for (const PlannedSeq& s : seqs) T = std::max(T, s.token_offset + s.seqlen_q);
+    for (int64_t t = -1; t < T + 4; ++t) {
+      int32_t want = -1;
+      for (size_t i = 0; i < seqs.size(); ++i)
+        if (t >= seqs[i].token_offset && t < seqs[i].token_offset + seqs[i].seqlen_q)
+          want = int32_t(i);
+      EXPECT_EQ(kernels::TokenSeq(seqs.data(), int32_t(seqs.size()), t), want)
+          << "plan " << n << " token " << t;
+    }
+  }
+}
+
+// The table entry, scaled as the kernels scale it, is the CPU step's
+// RopeAngle and the FP32 formula written out (one rounding of pos * inv_freq,
+// cosf/sinf, one rounding of the factor product), for every frequency of the
+// test layers and of real models' tables (transformers' goldens), at positions
+// past 2^16 (and past 2^24, where float(pos) rounds).
+TEST(CudaRopeMath, TableEntryEqualsRopeAngleBitForBit) {
+  namespace g = swa_rope_goldens;
+  std::vector<std::vector<float>> tables = {
+      {g::kGptOss20b_inv_freq, g::kGptOss20b_inv_freq + 32},
+      {g::kDeepseekV4Compress_inv_freq, g::kDeepseekV4Compress_inv_freq + 32},
+      {g::kDeepseekV4Main_inv_freq, g::kDeepseekV4Main_inv_freq + 32}};
+  for (const Case& c : Cases()) tables.push_back(MakeRopeTable(c.spec).inv_freq);
+  const int32_t positions[] = {0,       1,        7,        4095,          65535,     65536,
+                               65537,   131071,   1 << 20,  (1 << 24) + 1, 123456789, 0x7fffffff};
+  const float factors[] = {1.0f, 0.7f, g::kGptOss20b_attention_factor, 1.25f};
+  for (const std::vector<float>& inv : tables)
+    for (int32_t pos : positions)
+      for (float f : inv) {
+        const kernels::RopeCs e = kernels::RopeTableEntry(float(pos), f);
+        const float angle = float(pos) * f;
+        ASSERT_EQ(Bits(e.c), Bits(std::cos(angle))) << pos << " " << f;
+        ASSERT_EQ(Bits(e.s), Bits(std::sin(angle))) << pos << " " << f;
+        for (float factor : factors) {
+          float c, s, want_c, want_s;
+          RopeScaled(e.c, e.s, factor, &c, &s);
+          RopeAngle(float(pos), f, factor, &want_c, &want_s);
+          ASSERT_EQ(Bits(c), Bits(want_c)) << pos << " " << f << " " << factor;
+          ASSERT_EQ(Bits(s), Bits(want_s)) << pos << " " << f << " " << factor;
+          ASSERT_EQ(Bits(c), Bits(std::cos(angle) * factor)) << pos << " " << f;
+          ASSERT_EQ(Bits(s), Bits(std::sin(angle) * factor)) << pos << " " << f;
+        }
+      }
 }
 
 #if defined(SWACACHE_HAVE_CUDA)
@@ -200,14 +266,14 @@ TEST(CudaRopeMath, TokenPositions) {
 TEST(CudaRopeMath, RopeParamsOfCarriesTheTable) {
   for (const Case& c : Cases()) {
     const RopeTable t = MakeRopeTable(c.spec);
-    const float* dev = reinterpret_cast<const float*>(uintptr_t{0x1000});
+    const auto* dev = reinterpret_cast<const kernels::RopeCs*>(uintptr_t{0x1000});
     const kernels::RopeParams r = cuda::RopeParamsOf(t, dev);
     EXPECT_EQ(r.style, t.style);
     EXPECT_EQ(r.first_dim, int32_t(t.first_dim));
     EXPECT_EQ(r.dims, int32_t(t.dims));
     EXPECT_EQ(Bits(r.attention_factor), Bits(t.attention_factor));
     EXPECT_EQ(r.derotate_output, t.derotate_output);
-    EXPECT_EQ(r.inv_freq, dev);
+    EXPECT_EQ(r.cos_sin, dev);
   }
   const kernels::RopeParams off = cuda::RopeParamsOf(MakeRopeTable(RopeSpec{}), nullptr);
   EXPECT_FALSE(off.on());

@@ -4,6 +4,8 @@
 //   ring-only: encode new K/V into their ring rows -> decode attention (ring)
 //   staged:    encode into section 2 -> load section 1 -> prefill attention
 //              -> store section 2 into the ring
+// A RoPE layer first fills the step's cos/sin table (one entry per token and
+// frequency), which the encode and attention kernels read.
 // Prepare() packs the plan's arrays into one host image once per build; each
 // layer uploads it only when the last upload was another image (keyed), and
 // adds the attention work list for its head shape; nothing waits for the device.
@@ -17,6 +19,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_shapes.h"
 #include "kernels/step/kv_rows.h"
+#include "kernels/step/rope_cos_sin.h"
 
 namespace swa::cuda {
 namespace {
@@ -47,12 +50,10 @@ absl::Status CheckNotCapturing(cudaStream_t stream) {
 }  // namespace
 
 // The host image of a build's arrays: seqs | per-token (offset_len or pivots)
-// | store rows | token positions (RoPE) | load segments | attention tiles
-// (for one head shape).
+// | store rows | load segments | attention tiles (for one head shape).
 struct CudaPreparedPlan final : PreparedPlan {
   std::vector<uint8_t> image;
-  size_t off_per_token = 0, off_store_rows = 0, off_positions = 0, off_segments = 0,
-         off_tiles = 0;
+  size_t off_per_token = 0, off_store_rows = 0, off_segments = 0, off_tiles = 0;
   int32_t max_seqlen_q = 0;
   // The work list at the image's tail: (sequence, row tile) pairs for query
   // rows grouped by `group` per token and `tile_rows` per CTA.
@@ -74,8 +75,7 @@ absl::Status CudaBackend::Prepare(const PlanView& plan, std::unique_ptr<Prepared
   const size_t segments = plan.staged ? plan.n_load_segments * sizeof(RowSegment) : 0;
   cp->off_per_token = Align16(plan.n_seqs * sizeof(PlannedSeq));
   cp->off_store_rows = Align16(cp->off_per_token + per_token);
-  cp->off_positions = Align16(cp->off_store_rows + T * sizeof(int32_t));
-  cp->off_segments = Align16(cp->off_positions + T * sizeof(int32_t));
+  cp->off_segments = Align16(cp->off_store_rows + T * sizeof(int32_t));
   cp->off_tiles = Align16(cp->off_segments + segments);
   cp->image.assign(cp->off_tiles, 0);
   uint8_t* img = cp->image.data();
@@ -83,8 +83,6 @@ absl::Status CudaBackend::Prepare(const PlanView& plan, std::unique_ptr<Prepared
   if (T > 0) {
     std::memcpy(img + cp->off_per_token, plan.staged ? plan.pivots : plan.offset_len, per_token);
     std::memcpy(img + cp->off_store_rows, plan.store_rows, T * sizeof(int32_t));
-    kernels::TokenPositions(plan.seqs, plan.n_seqs,
-                            reinterpret_cast<int32_t*>(img + cp->off_positions));
   }
   if (segments > 0) std::memcpy(img + cp->off_segments, plan.load_segments, segments);
   cp->max_seqlen_q = plan.max_seqlen_q;
@@ -155,51 +153,28 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
   return released;
 }
 
-absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& cp,
-                                            const uint8_t* dev, cudaStream_t stream,
-                                            StepResult* result) {
+// The encode -> (load ->) attention (-> store) kernels of a step over the
+// uploaded image `dev`, with `enc` and `at` filled but for the path's arrays.
+static absl::Status LaunchKernelChain(CudaBackend& b, const StepWork& w,
+                                      const CudaPreparedPlan& cp, const uint8_t* dev,
+                                      kernels::EncodeParams& enc, kernels::AttentionParams& at,
+                                      cudaStream_t stream) {
   const StepLayer& L = w.layer;
-  const StepTensors& x = *w.tensors;
   const size_t T = static_cast<size_t>(w.plan.n_tokens);
-  const auto* d_seqs = reinterpret_cast<const PlannedSeq*>(dev);
   const auto* d_per_token = reinterpret_cast<const int32_t*>(dev + cp.off_per_token);
   const auto* d_store_rows = reinterpret_cast<const int32_t*>(dev + cp.off_store_rows);
-  const auto* d_positions = reinterpret_cast<const int32_t*>(dev + cp.off_positions);
   const auto* d_segments = reinterpret_cast<const RowSegment*>(dev + cp.off_segments);
-  const float* d_inv_freq = nullptr;
-  if (L.rope->on()) {
-    SWA_ASSIGN_OR_RETURN(d_inv_freq, RopeTableOnDevice(*L.rope));
-  }
-  const auto* d_tiles = reinterpret_cast<const int2*>(dev + cp.off_tiles);
-
-  SWA_ASSIGN_OR_RETURN(unsigned long long* d_nonfinite,
-                       nonfinite_.Begin(stream, &result->nonfinite_blocks));
-
-  kernels::EncodeParams enc = EncodeParamsOf(L, x, w.plan.n_tokens);
-  enc.nonfinite = d_nonfinite;
-  enc.rope = RopeParamsOf(*L.rope, d_inv_freq);
-  enc.positions = d_positions;
-  kernels::AttentionParams at = AttentionParamsOf(L, x, w.scale);
-  // The variant the tile list was built for (RunStepLocked).
-  SWA_ASSIGN_OR_RETURN(at.variant, AttentionVariantOf(L));
-  at.rope = enc.rope;
-  at.seqs = d_seqs;
-  at.n_seqs = static_cast<int32_t>(w.plan.n_seqs);
-  at.tiles = d_tiles;
-  at.n_tiles = static_cast<int32_t>(cp.n_tiles);
-  at.max_seqlen_q = cp.max_seqlen_q;
-
   if (!w.plan.staged) {
     enc.store_rows = d_store_rows;
     SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchEncodeKv(enc, stream), "encode K/V into the ring");
     at.offset_len = d_per_token;
     at.ring = L.ring;
     SWA_CUDA_RETURN_IF_ERROR(kernels::LaunchDecodeAttention(at, stream), "decode attention");
-    return nonfinite_.End(stream);
+    return absl::OkStatus();
   }
   const size_t sec1_rows = size_t(w.plan.n_seqs) * L.window;
   const size_t bpt = L.ring.bytes_per_token;
-  SWA_ASSIGN_OR_RETURN(uint8_t* staging, AllocScratch((sec1_rows + T) * bpt, stream));
+  SWA_ASSIGN_OR_RETURN(uint8_t* staging, b.AllocScratch((sec1_rows + T) * bpt, stream));
   uint8_t* sec2 = staging + sec1_rows * bpt;
   enc.staging = sec2;
   absl::Status st = CudaStatus(kernels::LaunchEncodeKv(enc, stream), "encode K/V into section 2");
@@ -224,9 +199,62 @@ absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPrepare
     sp.ring = L.ring;
     st = CudaStatus(kernels::LaunchStoreRows(sp, stream), "store new rows into the ring");
   }
-  const absl::Status freed = FreeScratch(staging, stream);
+  const absl::Status freed = b.FreeScratch(staging, stream);
   SWA_RETURN_IF_ERROR(st);
-  SWA_RETURN_IF_ERROR(freed);
+  return freed;
+}
+
+absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPreparedPlan& cp,
+                                            const uint8_t* dev, cudaStream_t stream,
+                                            StepResult* result) {
+  const StepLayer& L = w.layer;
+  const StepTensors& x = *w.tensors;
+  const size_t T = static_cast<size_t>(w.plan.n_tokens);
+  const auto* d_seqs = reinterpret_cast<const PlannedSeq*>(dev);
+  const auto* d_tiles = reinterpret_cast<const int2*>(dev + cp.off_tiles);
+
+  SWA_ASSIGN_OR_RETURN(unsigned long long* d_nonfinite,
+                       nonfinite_.Begin(stream, &result->nonfinite_blocks));
+
+  kernels::EncodeParams enc = EncodeParamsOf(L, x, w.plan.n_tokens);
+  enc.nonfinite = d_nonfinite;
+  kernels::AttentionParams at = AttentionParamsOf(L, x, w.scale);
+  // The variant the tile list was built for (RunStepLocked).
+  SWA_ASSIGN_OR_RETURN(at.variant, AttentionVariantOf(L));
+  at.seqs = d_seqs;
+  at.n_seqs = static_cast<int32_t>(w.plan.n_seqs);
+  at.tiles = d_tiles;
+  at.n_tiles = static_cast<int32_t>(cp.n_tiles);
+  at.max_seqlen_q = cp.max_seqlen_q;
+
+  // RoPE: the step's cos/sin table, in stream-ordered scratch freed after the
+  // kernels that read it.
+  kernels::RopeCs* d_cos_sin = nullptr;
+  if (L.rope->on()) {
+    SWA_ASSIGN_OR_RETURN(const float* d_inv_freq, RopeTableOnDevice(*L.rope));
+    const size_t pairs = L.rope->dims / 2;
+    SWA_ASSIGN_OR_RETURN(uint8_t* table, AllocScratch(T * pairs * sizeof(kernels::RopeCs), stream));
+    d_cos_sin = reinterpret_cast<kernels::RopeCs*>(table);
+    kernels::RopeCosSinParams rt;
+    rt.seqs = d_seqs;
+    rt.n_seqs = at.n_seqs;
+    rt.n_tokens = w.plan.n_tokens;
+    rt.inv_freq = d_inv_freq;
+    rt.pairs = static_cast<int32_t>(pairs);
+    rt.table = d_cos_sin;
+    const absl::Status st = CudaStatus(kernels::LaunchRopeCosSin(rt, stream), "RoPE cos/sin table");
+    if (!st.ok()) {
+      FreeScratch(table, stream).IgnoreError();
+      return st;
+    }
+  }
+  enc.rope = at.rope = RopeParamsOf(*L.rope, d_cos_sin);
+  absl::Status st = LaunchKernelChain(*this, w, cp, dev, enc, at, stream);
+  if (d_cos_sin != nullptr) {
+    const absl::Status freed = FreeScratch(reinterpret_cast<uint8_t*>(d_cos_sin), stream);
+    if (st.ok()) st = freed;
+  }
+  SWA_RETURN_IF_ERROR(st);
   return nonfinite_.End(stream);
 }
 

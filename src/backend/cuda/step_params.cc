@@ -41,7 +41,7 @@ kernels::AttentionParams AttentionParamsOf(const StepLayer& L, const StepTensors
   return at;
 }
 
-kernels::RopeParams RopeParamsOf(const RopeTable& t, const float* d_inv_freq) {
+kernels::RopeParams RopeParamsOf(const RopeTable& t, const kernels::RopeCs* d_cos_sin) {
   kernels::RopeParams r;
   if (!t.on()) return r;
   r.style = t.style;
@@ -49,7 +49,7 @@ kernels::RopeParams RopeParamsOf(const RopeTable& t, const float* d_inv_freq) {
   r.dims = static_cast<int32_t>(t.dims);
   r.attention_factor = t.attention_factor;
   r.derotate_output = t.derotate_output;
-  r.inv_freq = d_inv_freq;
+  r.cos_sin = d_cos_sin;
   return r;
 }
 

@@ -17,9 +17,9 @@ kernels::EncodeParams EncodeParamsOf(const StepLayer& layer, const StepTensors& 
 kernels::AttentionParams AttentionParamsOf(const StepLayer& layer, const StepTensors& x,
                                            float scale);
 
-// The kernels' view of a layer's RoPE table whose inv_freq lives on the
-// device at `d_inv_freq` (nullptr when the table is off).
-kernels::RopeParams RopeParamsOf(const RopeTable& table, const float* d_inv_freq);
+// The kernels' view of a layer's RoPE with the step's cos/sin table at
+// `d_cos_sin` (device, [T, dims / 2]; nullptr when the layer has no RoPE).
+kernels::RopeParams RopeParamsOf(const RopeTable& table, const kernels::RopeCs* d_cos_sin);
 
 // The tensor-core kernel serves BF16 outputs from MXFP8/BF16 rings (within the
 // BF16 error budget); FP32 outputs or FP32 rings take the precise kernel.
