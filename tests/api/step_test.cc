@@ -56,6 +56,16 @@ LayerCfg PartialNeoxSoftcap(swa_format_t format) {
   return c;
 }
 
+// MQA: one KV head shared by K and V, no RoPE (so BF16 queries may take the
+// BF16 kernels), a small soft-cap. With one KV head the kernels apply the
+// scale to the raw scores inside the softmax, not to Q beforehand, so the
+// order "scale, then cap" is only checked here and in the DeepSeek-V4 case.
+LayerCfg MqaSoftcap(swa_format_t format, bool sinks) {
+  LayerCfg c{format, 16, 1, 128, true, sinks};
+  c.softcap = 1.5f;
+  return c;
+}
+
 std::vector<Case> Cases() {
   return {
       // DeepSeek-V4-like: 64 heads on one shared 512-wide MXFP8 vector, sinks.
@@ -72,6 +82,8 @@ std::vector<Case> Cases() {
       {"rope_gpt_oss_like", 12, 3, {GptOssLike(SWA_FORMAT_BF16), GptOssLike(SWA_FORMAT_MXFP8)}},
       {"rope_partial_softcap", 9, 1, {PartialNeoxSoftcap(SWA_FORMAT_FP32),
                                      PartialNeoxSoftcap(SWA_FORMAT_MXFP8)}},
+      {"mqa_softcap", 10, 3, {MqaSoftcap(SWA_FORMAT_BF16, true),
+                              MqaSoftcap(SWA_FORMAT_MXFP8, false)}},
   };
 }
 
@@ -136,6 +148,34 @@ TEST_P(StepTest, ReplayWithValidStart) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, StepTest, ::testing::ValuesIn(Cases()),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// The DeepSeek-V4 shape with a soft-cap: 64 query heads on one 512-wide
+// shared MXFP8 vector, W 128, sinks, 5 draft tokens. One sequence is
+// prefilled past the window (FP32 then BF16 queries: the FP32 and the BF16
+// kernels), then verifies drafts beside a short second sequence. Few steps:
+// the FP64 reference (64 heads of 512 over up to 128 keys) is the cost.
+TEST(StepSoftcap, DeepSeekV4ShapeW128MatchesDense) {
+  LayerCfg layer{SWA_FORMAT_MXFP8, 64, 1, 512, true, true};
+  layer.softcap = 2.0f;
+  StepHarness h(128, 5, {layer}, 2, 4321);
+  for (uint32_t s = 0; s < 2; ++s) {
+    uint32_t slot;
+    ASSERT_EQ(swa_slot_alloc(h.cache(), &slot), SWA_OK);
+  }
+  const swa_dtype_t f32 = SWA_DTYPE_FP32, bf16 = SWA_DTYPE_BF16;
+  ASSERT_TRUE(h.Step({{0, 70, 70, 0}, {1, 3, 3, 0}}, f32, f32, f32));
+  ASSERT_TRUE(h.Step({{0, 64, 134, 0}}, bf16, bf16, f32));  // past the window
+  int32_t accepted[2] = {134, 3};
+  for (int step = 0; step < 4; ++step) {
+    std::vector<StepSeq> batch;
+    for (uint32_t s = 0; s < 2; ++s) batch.push_back({s, 6, accepted[s] + 6, 0});
+    ASSERT_TRUE(h.Step(batch, step % 2 ? bf16 : f32, f32, step == 3 ? bf16 : f32))
+        << "decode step " << step;
+    for (int s = 0; s < 2; ++s) accepted[s] += h.Int(1, 6);  // accept a prefix
+  }
+  std::printf("deepseek_v4_softcap_w128: max relative error %.3g (BF16 budget: %.3g)\n",
+              h.max_error(), h.bf16_max_error());
+}
 
 // W 4, 9 tokens: the number of visible keys is 1,2,3,4,4,4,4,4,4. With q = 0
 // every visible key scores 0 and with V = 1 and a sink S the output is
