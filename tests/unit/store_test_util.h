@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -86,6 +88,43 @@ inline void ResealBlob(std::vector<uint8_t>& blob) {
   WriteLe(blob.data() + 60, crc, 4);
 }
 
+// Holds calls at one point until the test opens it, to force an interleaving
+// of two threads: Hold(n) makes the next n callers of Pass() wait; the test
+// waits until they have arrived, does its part, then Open()s.
+class Gate {
+ public:
+  void Hold(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = n;
+    arrived_ = 0;
+    open_ = false;
+  }
+  void Pass() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (held_ <= 0) return;
+    --held_;
+    ++arrived_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+  }
+  bool WaitArrived(int n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return arrived_ >= n; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    held_ = 0;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int held_ = 0, arrived_ = 0;
+  bool open_ = true;
+};
+
 // What the fault store does to calls; every field may change while in use.
 struct Faults {
   std::atomic<int> fail_put{0};      // status code returned instead, 0 = none
@@ -102,6 +141,9 @@ struct Faults {
   std::atomic<int> delay_ms{0};          // every call sleeps first
   std::atomic<int> gets{0};
   std::atomic<int> puts{0};
+  std::atomic<int> removes{0};
+  Gate put_gate;  // put: before the failure check and the inner put
+  Gate get_gate;  // get: after the inner store was read, before returning
 };
 
 // Wraps another store (and owns it).
@@ -113,6 +155,7 @@ class FaultStore final : public KvStore {
   absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override {
     Delay();
     ++faults_->puts;
+    faults_->put_gate.Pass();
     if (int c = faults_->fail_put.load()) return Injected(c, "put");
     return inner_->Put(key, pieces);
   }
@@ -132,6 +175,7 @@ class FaultStore final : public KvStore {
       if (*size == blob.size()) break;
       blob.resize(*size);
     }
+    faults_->get_gate.Pass();
     if (int64_t bit = faults_->flip_bit.load(); bit >= 0 && static_cast<uint64_t>(bit / 8) < blob.size())
       blob[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
     if (int64_t t = faults_->truncate_to.load(); t >= 0 && static_cast<uint64_t>(t) < blob.size())
@@ -156,6 +200,7 @@ class FaultStore final : public KvStore {
 
   absl::Status Remove(std::string_view key) override {
     Delay();
+    ++faults_->removes;
     if (int c = faults_->fail_remove.load()) return Injected(c, "remove");
     return inner_->Remove(key);
   }
