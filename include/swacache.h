@@ -1486,9 +1486,13 @@ SWA_API void swa_store_tiered_config_init(swa_store_tiered_config_t* config);
 /** \brief Create a store over an ordered list of stores. `get` asks each tier
  *  in order and copies a hit into every faster tier; a failing tier is skipped
  *  and its error returned only when no later tier has the key. `put` writes
- *  every tier in order; on the first failure it removes the key from the tiers
- *  already written and returns that error with the tier named ("tier i of n").
- *  `exists` is true when any tier has the key; `remove` removes from all.
+ *  the slowest tier first and returns its error, with the tier named ("tier i
+ *  of n"), touching no other tier: a put that returns an error is never
+ *  visible (readers keep the previous blob or none). It then writes the faster
+ *  tiers; one that fails is cleared of the key, or, when that fails too, never
+ *  read for the key again until rewritten (docs/store.md, "Tiered"). `exists`
+ *  is true when any tier has the key; `remove` removes from all, the slowest
+ *  first, and changes nothing when that fails.
  *  \warning Experimental: may change before 1.0.
  *  \param[in] config Borrowed for the call; the tables are copied.
  *  \param[out] out Filled with the callback table (see swa_store_memory_create()
