@@ -772,17 +772,28 @@ SWA_API void swa_merge_args_init(swa_merge_args_t* args);
 /** \brief Merge two partial attentions over disjoint key sets (\ref sem_merge):
  *  per row, with m = max(lse_a, lse_b), w_a = exp(lse_a - m), w_b = exp(lse_b - m):
  *  out = (w_a out_a + w_b out_b) / (w_a + w_b) and lse = m + ln(w_a + w_b),
- *  computed in FP32. A row whose two LSEs are both -inf gets out = 0 and
- *  lse = -inf; a -inf part contributes nothing; any difference of LSEs is safe
- *  (no overflow). A sink belongs to exactly one part: give it to one call of
- *  swa_step() (sinks) and not to the engine's other attention.
+ *  computed in FP32; the same bits whichever part is A. Any difference of
+ *  LSEs is safe (no overflow). Special LSEs (table in \ref sem_merge):
+ *  - NaN in either part: the row is poisoned, every value and the LSE are NaN.
+ *  - -inf (an empty part, as swa_step() and FlashAttention-3 write it): weight
+ *    0, and its output is never read (it may hold anything).
+ *  - +inf (an empty part, as FlashAttention-2 and FlashMLA write it): weight 0,
+ *    but its output is read, so the NaN output those kernels write for a NaN
+ *    row (with +inf) still shows as NaN values.
+ *  - finite: its output is read even where its weight rounds to 0, so a NaN or
+ *    Inf in it gives NaN values.
+ *  Both parts empty gives out = 0 and lse = -inf. The merged LSE depends on the
+ *  two LSEs only. The CPU and CUDA backends apply the same rules. A sink
+ *  belongs to exactly one part: give it to one call of swa_step() (sinks) and
+ *  not to the engine's other attention.
  *  \param[in] cache Selects the backend (host or device pointers); its slots
  *  are not touched.
  *  \param[in] args The tensors and sizes.
  *  \retval SWA_OK on success.
  *  \retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size,
  *  a negative rows, head_dim = 0, NULL tensors (when rows > 0), an unknown
- *  dtype, or sizes that overflow.
+ *  dtype, or sizes that overflow: rows * head_dim above 2^60 (the message
+ *  names both values). Nothing is written then.
  *  \note Thread-safe; on the CUDA backend the work is enqueued on args->stream. */
 SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args);
 
@@ -1584,8 +1595,10 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
  *  \param[in] args The tensors and sizes.
  *  \retval SWA_OK on success.
  *  \retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size, NULL
- *  tensors (when n_tokens > 0), a negative n_tokens, hidden_dim = 0, q_dim + kv_dim = 0, sizes whose
- *  element counts overflow, unknown dtype or weight layout.
+ *  tensors (when n_tokens > 0), a negative n_tokens, hidden_dim = 0, q_dim + kv_dim = 0,
+ *  an element count of hidden, weight or out above 2^60 (however large its
+ *  factors: the message names the tensor and the values), unknown dtype or
+ *  weight layout. Nothing is written then.
  *  \retval SWA_INTERNAL (or another code) when the CUDA runtime or cuBLASLt
  *  fails; the message carries its text.
  *  \see \ref md_docs_cuda_backend "docs/cuda_backend.md" (the cuBLASLt and CPU GEMM paths).

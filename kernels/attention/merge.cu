@@ -12,7 +12,7 @@ constexpr int kThreads = 128;
 
 __device__ __forceinline__ float LoadValue(const void* p, Dtype dtype, int64_t i) {
   if (dtype == Dtype::kFp32) return static_cast<const float*>(p)[i];
-  return __uint_as_float(uint32_t(static_cast<const uint16_t*>(p)[i]) << 16);
+  return codec::Bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
 }
 
 __device__ __forceinline__ void StoreValue(void* p, Dtype dtype, int64_t i, float v) {

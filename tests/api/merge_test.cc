@@ -5,12 +5,15 @@
 // may be empty, and the sink is counted in exactly one part. Then the window
 // attention of a real swa_step (with lse) merged with the test's attention
 // over extra keys equals one softmax over both key sets.
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "api/merge_util.h"
 #include "api/step_harness.h"
 #include "api/test_util.h"
 #include "gtest/gtest.h"
@@ -39,12 +42,7 @@ void Partial(const std::vector<double>& z, const std::vector<std::vector<double>
   *lse = l > 0 ? m + std::log(l) : kNegInf;
 }
 
-swa_cache_t* MakeCache() {
-  swa_test::Model m(1, 0, 2);
-  swa_cache_t* cache = nullptr;
-  EXPECT_EQ(swa_cache_create(&m.config, &cache), SWA_OK) << swa_last_error();
-  return cache;
-}
+swa_cache_t* MakeCache() { return swa_test::MergeCache(); }
 
 struct MergeCase {
   swa_dtype_t dtype;
@@ -81,6 +79,10 @@ TEST_P(MergeTest, SplitKeySetsMergeToTheUnion) {
     Partial(z, v, all, s, d, &want[size_t(r) * d], &want_lse[r]);
     Partial(z, v, a, with_sink && sink_in_a ? &sink : nullptr, d, &pa[size_t(r) * d], &la[r]);
     Partial(z, v, b, with_sink && !sink_in_a ? &sink : nullptr, d, &pb[size_t(r) * d], &lb[r]);
+    // An empty part's output is never read: give it garbage.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    if (la[r] == kNegInf) std::fill_n(&pa[size_t(r) * d], d, nan);
+    if (lb[r] == kNegInf) std::fill_n(&pb[size_t(r) * d], d, nan);
   }
   // The parts as the library receives them.
   const size_t n = size_t(rows) * d, elem = mc.dtype == SWA_DTYPE_FP32 ? 4 : 2;
@@ -111,26 +113,28 @@ TEST_P(MergeTest, SplitKeySetsMergeToTheUnion) {
   ASSERT_EQ(swa_attention_merge(cache, &m), SWA_OK) << swa_last_error();
   const uint8_t* got = static_cast<const uint8_t*>(m.out);
   const float* got_lse = m.lse;
+  std::vector<float> x(n);
   double err = 0, ref = 0;
   for (size_t i = 0; i < n; ++i) {
-    float x;
     if (mc.dtype == SWA_DTYPE_BF16) {
       uint16_t h;
       std::memcpy(&h, got + 2 * i, 2);
-      x = FromBf16(h);
+      x[i] = FromBf16(h);
     } else {
-      std::memcpy(&x, got + 4 * i, 4);
+      std::memcpy(&x[i], got + 4 * i, 4);
     }
-    ASSERT_TRUE(std::isfinite(x)) << i;
-    err += (x - want[i]) * (x - want[i]);
+    ASSERT_TRUE(std::isfinite(x[i])) << i;
+    err += (x[i] - want[i]) * (x[i] - want[i]);
     ref += want[i] * want[i];
   }
-  const double tol = mc.dtype == SWA_DTYPE_FP32 ? 1e-6 : 1e-2;
+  // BF16: the parts were rounded to BF16 and so is the result (2^-9 each);
+  // bit-exactness is Bf16IsTheFp32MergeRoundedToNearestEven's.
+  const double tol = mc.dtype == SWA_DTYPE_FP32 ? 1e-6 : 5e-3;
   EXPECT_LE(std::sqrt(err / ref), tol);
   for (int r = 0; r < rows; ++r) {
     if (want_lse[r] == kNegInf) {
       EXPECT_EQ(got_lse[r], -std::numeric_limits<float>::infinity()) << r;
-      for (int i = 0; i < d; ++i) EXPECT_EQ(want[size_t(r) * d + i], 0.0);
+      for (int i = 0; i < d; ++i) EXPECT_EQ(x[size_t(r) * d + i], 0.0f) << r << ", " << i;
       continue;
     }
     EXPECT_NEAR(got_lse[r], want_lse[r], 1e-5 * std::max(1.0, std::fabs(want_lse[r]))) << r;
@@ -143,26 +147,122 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, MergeTest,
                                            MergeCase{SWA_DTYPE_FP32, true},
                                            MergeCase{SWA_DTYPE_BF16, false}));
 
-TEST(Merge, BothEmptyAndNaN) {
-  swa_cache_t* cache = MakeCache();
-  const float inf = std::numeric_limits<float>::infinity();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  // Row 0: both parts empty; row 1: A empty with garbage output; row 2: a NaN LSE.
-  std::vector<float> a = {nan, nan, 5, 6, 1, 1}, b = {nan, nan, 3, 4, 2, 2};
-  std::vector<float> la = {-inf, -inf, 0.5f}, lb = {-inf, 1.0f, nan}, out(6, 9), lse(3, 9);
-  swa_merge_args_t m;
-  swa_merge_args_init(&m);
-  m.rows = 3, m.head_dim = 2, m.out_a = a.data(), m.lse_a = la.data(), m.out_b = b.data();
-  m.lse_b = lb.data(), m.out = out.data(), m.lse = lse.data();
-  ASSERT_EQ(swa_attention_merge(cache, &m), SWA_OK) << swa_last_error();
-  EXPECT_EQ(out[0], 0.0f);
-  EXPECT_EQ(out[1], 0.0f);
-  EXPECT_EQ(lse[0], -inf);
-  EXPECT_EQ(out[2], 3.0f);  // only B
-  EXPECT_EQ(out[3], 4.0f);
-  EXPECT_FLOAT_EQ(lse[1], 1.0f);
-  EXPECT_TRUE(std::isnan(out[4]));  // NaN is never hidden
-  EXPECT_TRUE(std::isnan(lse[2]));
+// Random parts with FP32 inputs for the large tests: LSEs in [-6, 6], some
+// rows with A or B (or both) empty and NaN garbage in the empty part, some
+// with LSEs 90 apart (weights that underflow); outputs in [-1, 1].
+struct RandomParts {
+  std::vector<float> a, b, la, lb;
+  RandomParts(int rows, int d, uint64_t seed)
+      : a(size_t(rows) * d), b(a.size()), la(rows), lb(rows) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1, 1);
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (float& x : a) x = u(rng);
+    for (float& x : b) x = u(rng);
+    for (int r = 0; r < rows; ++r) {
+      la[r] = 6 * u(rng), lb[r] = 6 * u(rng);
+      if (r % 11 == 3) lb[r] = la[r] + 90;
+      if (r % 9 == 0) la[r] = -inf;
+      if (r % 13 == 0) lb[r] = -inf;
+      if (la[r] == -inf) std::fill_n(&a[size_t(r) * d], d, nan);
+      if (lb[r] == -inf) std::fill_n(&b[size_t(r) * d], d, nan);
+    }
+  }
+};
+
+// The parallel path (rows * dim >= 65536 on a pool of more than one thread:
+// docs/cpu_attention.md) against FP64, every row: a chunk boundary handled
+// wrongly leaves the poison or another row's values.
+TEST(Merge, ParallelPathMatchesFp64RowByRow) {
+  swa_cache_t* cache = swa_test::MergeCache(4);
+  const int rows = 2085, d = 64;  // 133440 values; the last chunk of 64 rows is partial
+  ASSERT_GE(size_t(rows) * d, size_t{1} << 16);
+  const RandomParts p(rows, d, 91);
+  std::vector<float> out(p.a.size(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> lse(rows, std::numeric_limits<float>::quiet_NaN());
+  ASSERT_EQ(swa_test::RunMerge(cache, rows, d, SWA_DTYPE_FP32, p.a.data(), p.la.data(), p.b.data(),
+                               p.lb.data(), out.data(), lse.data()),
+            SWA_OK)
+      << swa_last_error();
+  int bad_rows = 0;
+  for (int r = 0; r < rows && bad_rows < 5; ++r) {
+    // FP64 weights; an empty (-inf) part has weight 0 and its output is not read.
+    const double la = p.la[r], lb = p.lb[r], m = std::max(la, lb);
+    const double wa = la == kNegInf ? 0 : std::exp(la - m);
+    const double wb = lb == kNegInf ? 0 : std::exp(lb - m);
+    const double want_lse = m == kNegInf ? kNegInf : m + std::log(wa + wb);
+    bool ok = want_lse == kNegInf
+                  ? lse[r] == -std::numeric_limits<float>::infinity()
+                  : std::fabs(lse[r] - want_lse) <= 1e-6 * std::max(1.0, std::fabs(want_lse));
+    for (int i = 0; i < d; ++i) {
+      const size_t k = size_t(r) * d + i;
+      const double sa = wa > 0 ? wa * p.a[k] : 0.0, sb = wb > 0 ? wb * p.b[k] : 0.0;
+      const double want = m == kNegInf ? 0.0 : (sa + sb) / (wa + wb);
+      ok = ok && std::fabs(out[k] - want) <= 1e-6;  // |out| <= 1
+    }
+    if (!ok) {
+      ++bad_rows;
+      ADD_FAILURE() << "row " << r << ": lse " << lse[r] << " (want " << want_lse << "), out[0] "
+                    << out[size_t(r) * d];
+    }
+  }
+  swa_cache_destroy(cache);
+}
+
+// The BF16 merge is the FP32 merge of the same (BF16) values, rounded to
+// nearest even: bit for bit, on the serial and the parallel path.
+TEST(Merge, Bf16IsTheFp32MergeRoundedToNearestEven) {
+  swa_cache_t* cache = swa_test::MergeCache(4);
+  for (const int rows : {300, 2085}) {
+    const int d = 64;
+    const size_t n = size_t(rows) * d;
+    RandomParts p(rows, d, 17 + rows);
+    std::vector<uint16_t> a16(n), b16(n), out16(n, 0x7FBF);  // poison: a NaN
+    for (size_t i = 0; i < n; ++i) {
+      // Inputs with all 16 bits set at random (the FP32 values' low bits dropped).
+      uint32_t ua, ub;
+      std::memcpy(&ua, &p.a[i], 4), std::memcpy(&ub, &p.b[i], 4);
+      a16[i] = uint16_t(ua >> 16), b16[i] = uint16_t(ub >> 16);
+      p.a[i] = swa_test::Bf16Value(a16[i]), p.b[i] = swa_test::Bf16Value(b16[i]);
+    }
+    // Ties: equal LSEs (weights 1/2 exactly) and outputs one BF16 step apart
+    // in [1, 2) make every merged value a midpoint between two BF16 values.
+    for (int r = 5; r < rows; r += 17) {
+      p.la[r] = p.lb[r] = 0.375f;
+      for (int i = 0; i < d; ++i) {
+        const size_t k = size_t(r) * d + i;
+        a16[k] = uint16_t(0x3F80 + i), b16[k] = uint16_t(a16[k] + 1);
+        p.a[k] = swa_test::Bf16Value(a16[k]), p.b[k] = swa_test::Bf16Value(b16[k]);
+      }
+    }
+    std::vector<float> out32(n), lse32(rows), lse16(rows);
+    ASSERT_EQ(swa_test::RunMerge(cache, rows, d, SWA_DTYPE_FP32, p.a.data(), p.la.data(),
+                                 p.b.data(), p.lb.data(), out32.data(), lse32.data()),
+              SWA_OK)
+        << swa_last_error();
+    ASSERT_EQ(swa_test::RunMerge(cache, rows, d, SWA_DTYPE_BF16, a16.data(), p.la.data(),
+                                 b16.data(), p.lb.data(), out16.data(), lse16.data()),
+              SWA_OK)
+        << swa_last_error();
+    size_t mismatches = 0, rounded_up = 0, ties = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t want = swa_test::RoundToBf16(out32[i]);
+      rounded_up += (want & 0x7FFF) > ((std::bit_cast<uint32_t>(out32[i]) >> 16) & 0x7FFF);
+      ties += (std::bit_cast<uint32_t>(out32[i]) & 0xFFFF) == 0x8000;
+      const bool same = std::isnan(out32[i]) ? std::isnan(swa_test::Bf16Value(out16[i]))
+                                             : out16[i] == want;
+      if (!same && ++mismatches <= 5)
+        ADD_FAILURE() << "rows " << rows << ", value " << i << ": FP32 merge " << out32[i]
+                      << " rounds to 0x" << std::hex << want << ", BF16 merge gave 0x" << out16[i]
+                      << std::dec;
+    }
+    EXPECT_EQ(mismatches, 0u) << "rows " << rows;
+    EXPECT_GT(rounded_up, n / 4) << "the case must tell rounding from truncation";
+    EXPECT_GT(ties, size_t(d) * (rows / 17)) << "the case must tell ties to even from ties away";
+    for (int r = 0; r < rows; ++r)
+      ASSERT_EQ(std::bit_cast<uint32_t>(lse16[r]), std::bit_cast<uint32_t>(lse32[r])) << r;
+  }
   swa_cache_destroy(cache);
 }
 

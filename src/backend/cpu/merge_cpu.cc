@@ -1,34 +1,24 @@
 #include "backend/cpu/merge_cpu.h"
 
-#include <cstring>
-
 #include "backend/cpu/thread_pool.h"
+#include "codec/mxfp8_math.h"
 #include "common/merge.h"
 
 namespace swa::cpu {
 namespace {
 
+// BF16 through the codec's conversions (NaN stays NaN, nearest even), the
+// same as the CUDA merge kernel's.
 float Load(const void* p, Dtype dtype, size_t i) {
   if (dtype == Dtype::kFp32) return static_cast<const float*>(p)[i];
-  const uint32_t bits = uint32_t{static_cast<const uint16_t*>(p)[i]} << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return codec::Bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
 }
 
 void Store(void* p, Dtype dtype, size_t i, float v) {
-  if (dtype == Dtype::kFp32) {
+  if (dtype == Dtype::kFp32)
     static_cast<float*>(p)[i] = v;
-    return;
-  }
-  uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  uint16_t h;
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
-    h = static_cast<uint16_t>((u >> 16) | 0x40);  // NaN stays NaN (quiet)
   else
-    h = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);  // nearest even
-  static_cast<uint16_t*>(p)[i] = h;
+    static_cast<uint16_t*>(p)[i] = codec::Bf16FromFloat(v);
 }
 
 void MergeRows(const MergeWork& w, size_t begin, size_t end) {
