@@ -5,7 +5,8 @@
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "codec/codec.h"
-#include "common/math.h"
+#include "common/checked_math.h"
+#include "common/status_macros.h"
 #include "layout/model_spec.h"
 
 namespace {
@@ -33,12 +34,11 @@ struct Buffer {
   size_t align;
 };
 
+// Bytes of a buffer of n vectors; at most PTRDIFF_MAX, so that every offset
+// into it is a valid pointer difference.
 absl::StatusOr<uint64_t> TotalBytes(size_t n, uint64_t per_vector, const char* name) {
-  const std::optional<uint64_t> total = swa::CheckedMul(n, per_vector);
-  if (!total || *total > static_cast<uint64_t>(PTRDIFF_MAX))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s size overflows: n_vectors = %u vectors of %u bytes", name, n, per_vector));
-  return *total;
+  return swa::CheckedProduct(name, {{"n_vectors", n}, {"bytes per vector", per_vector}},
+                             static_cast<uint64_t>(PTRDIFF_MAX));
 }
 
 absl::Status CheckBuffers(const Buffer& a, const Buffer& b) {
@@ -48,9 +48,9 @@ absl::Status CheckBuffers(const Buffer& a, const Buffer& b) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s = %p is not aligned to %u bytes", buf->name, reinterpret_cast<void*>(buf->addr),
           buf->align));
-    if (buf->addr + buf->bytes < buf->addr)
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: %u bytes wrap the address space", buf->name, buf->bytes));
+    SWA_RETURN_IF_ERROR(swa::CheckedSum(buf->name, {{"address", buf->addr}, {"bytes", buf->bytes}},
+                                        UINTPTR_MAX)
+                            .status());  // the buffer would wrap the address space
   }
   if (a.addr < b.addr + b.bytes && b.addr < a.addr + a.bytes)
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -1,10 +1,10 @@
 // The Projection section: swa_project_args_init, swa_project.
 #include <cstring>
-#include <limits>
 
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/handles.h"
+#include "common/checked_math.h"
 #include "common/status_macros.h"
 
 using swa::capi::Guard;
@@ -21,15 +21,17 @@ absl::Status ToWork(const swa_project_args_t& a, swa::ProjectWork* w) {
   if (a.n_tokens < 0)
     return absl::InvalidArgumentError(absl::StrFormat("n_tokens = %d is negative", a.n_tokens));
   if (a.hidden_dim == 0) return absl::InvalidArgumentError("hidden_dim = 0");
-  const uint64_t n = uint64_t{a.q_dim} + a.kv_dim;
+  SWA_ASSIGN_OR_RETURN(
+      const uint64_t n,
+      swa::CheckedSum("the output width", {{"q_dim", a.q_dim}, {"kv_dim", a.kv_dim}}));
   if (n == 0) return absl::InvalidArgumentError("q_dim + kv_dim = 0: nothing to project");
-  // Element counts (and byte sizes) of every tensor must fit in int64.
-  constexpr uint64_t kMax = uint64_t{1} << 60;
-  if (uint64_t(a.n_tokens) * a.hidden_dim >= kMax || uint64_t{a.hidden_dim} * n >= kMax ||
-      uint64_t(a.n_tokens) * n >= kMax)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "n_tokens = %d, hidden_dim = %u, q_dim + kv_dim = %u: tensor sizes overflow",
-        a.n_tokens, a.hidden_dim, n));
+  // Element counts of every tensor (swa::kMaxTensorSize bounds their byte sizes
+  // and every offset the backends compute into them).
+  const swa::SizeTerm tokens{"n_tokens", uint64_t(a.n_tokens)}, in{"hidden_dim", a.hidden_dim},
+      out{"(q_dim + kv_dim)", n};
+  SWA_RETURN_IF_ERROR(swa::CheckedProduct("hidden", {tokens, in}).status());
+  SWA_RETURN_IF_ERROR(swa::CheckedProduct("weight", {in, out}).status());
+  SWA_RETURN_IF_ERROR(swa::CheckedProduct("out", {tokens, out}).status());
   if (a.n_tokens > 0) {
     if (a.hidden == nullptr) return swa::capi::NullArg("hidden");
     if (a.weight == nullptr) return swa::capi::NullArg("weight");

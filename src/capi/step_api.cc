@@ -7,6 +7,7 @@
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "capi/step_args.h"
+#include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "step/run_step.h"
 
@@ -20,9 +21,10 @@ absl::Status ConvertMerge(const swa_merge_args_t& a, MergeWork* w) {
   if (a.rows < 0)
     return absl::InvalidArgumentError(absl::StrFormat("rows = %d is negative", a.rows));
   if (a.head_dim == 0) return absl::InvalidArgumentError("head_dim = 0");
-  if (static_cast<uint64_t>(a.rows) * a.head_dim >= (uint64_t{1} << 60))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "rows = %d, head_dim = %u: the tensor size overflows", a.rows, a.head_dim));
+  // out_a, out_b and out are [rows, head_dim]; the LSEs' [rows] is smaller.
+  SWA_RETURN_IF_ERROR(CheckedProduct("out_a, out_b and out", {{"rows", uint64_t(a.rows)},
+                                                               {"head_dim", a.head_dim}})
+                          .status());
   if (a.rows > 0) {
     if (a.out_a == nullptr) return NullArg("out_a");
     if (a.lse_a == nullptr) return NullArg("lse_a");
