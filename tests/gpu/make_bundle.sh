@@ -20,7 +20,7 @@ export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 
 TARGETS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test gpu_cuda_rope_table_test \
 gpu_cuda_graph_test gpu_cuda_graph_stats_test gpu_cuda_backend_state_test gpu_cuda_project_test \
-gpu_cuda_nonfinite_test gpu_cuda_small_tiles_test \
+gpu_cuda_nonfinite_test gpu_cuda_small_tiles_test gpu_cuda_merge_test \
 cuda_kernel_math_test cuda_rope_math_test cuda_host_checks_test attention_variant_test \
 project_gemm_test attention_cuda_bench"
 

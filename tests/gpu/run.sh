@@ -99,7 +99,7 @@ run_step() {
 nvidia-smi >> "$LOG" 2>&1 || log "nvidia-smi not available"
 
 # The codec and planner kernels first (small, and they isolate the step's parts).
-GPU_TESTS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test gpu_cuda_rope_table_test gpu_cuda_graph_test gpu_cuda_graph_stats_test gpu_cuda_backend_state_test gpu_cuda_project_test gpu_cuda_nonfinite_test gpu_cuda_small_tiles_test"
+GPU_TESTS="gpu_codec_test gpu_plan_test gpu_cuda_step_test gpu_cuda_rope_softcap_lse_test gpu_cuda_rope_table_test gpu_cuda_graph_test gpu_cuda_graph_stats_test gpu_cuda_backend_state_test gpu_cuda_project_test gpu_cuda_nonfinite_test gpu_cuda_small_tiles_test gpu_cuda_merge_test"
 CPU_TESTS="cuda_kernel_math_test cuda_rope_math_test cuda_host_checks_test project_gemm_test attention_variant_test"
 
 # 1. Binaries: the carried bundle, else a build here.
