@@ -19,7 +19,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <thread>
@@ -53,11 +56,23 @@ inline bool PortFree(int port) {
   return ok;
 }
 
-// A port p with p and its cluster bus port p + 10000 both free.
+// The first port of the kernel's ephemeral range (outgoing connections'
+// local ports, and port 0 binds such as store_redis_test's server).
+inline int EphemeralPortsStart() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int lo = 0, hi = 0;
+  return (in >> lo >> hi) && lo > 0 ? lo : 32768;
+}
+
+// A port p with p and its cluster bus port p + 10000 both free, both below
+// the ephemeral range where the kernel can hand them to some connection
+// between this check and the server's bind.
 inline int FreeClusterPort() {
   static std::mt19937 rng(std::random_device{}());
+  const int top = EphemeralPortsStart() - 10000;  // p + 10000 stays below it
+  const int lo = 10000, span = top - lo > 500 ? top - lo : 30000;
   for (int i = 0; i < 1000; ++i) {
-    const int p = 20000 + static_cast<int>(rng() % 30000);
+    const int p = lo + static_cast<int>(rng() % span);
     if (PortFree(p) && PortFree(p + 10000)) return p;
   }
   return -1;
@@ -112,10 +127,10 @@ inline AdminReply Admin(int port, const std::vector<std::string>& args,
   return out;
 }
 
-// Spawns argv with stdout/stderr to /dev/null; returns the pid or -1. The
+// Spawns argv with stdout/stderr to `output` (appended); returns the pid or -1. The
 // child dies with the thread that started it (PR_SET_PDEATHSIG), so a test
 // binary that crashes leaves no server behind.
-inline pid_t SpawnQuiet(std::vector<std::string> args) {
+inline pid_t SpawnQuiet(std::vector<std::string> args, const std::string& output = "/dev/null") {
   std::vector<char*> argv;
   for (std::string& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -124,9 +139,9 @@ inline pid_t SpawnQuiet(std::vector<std::string> args) {
   if (pid != 0) return pid;  // parent (or -1)
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
-  const int null = open("/dev/null", O_WRONLY);
-  dup2(null, 1);
-  dup2(null, 2);
+  const int out = open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  dup2(out, 1);
+  dup2(out, 2);
   execvp(argv[0], argv.data());
   _exit(127);
 }
@@ -140,7 +155,10 @@ struct ClusterSpec {
 
 class RedisClusterProcess {
  public:
-  explicit RedisClusterProcess(ClusterSpec spec) : spec_(std::move(spec)) { error_ = Start(); }
+  explicit RedisClusterProcess(ClusterSpec spec) : spec_(std::move(spec)) {
+    error_ = Start();
+    if (!error_.empty() && !ports_.empty()) error_ += "\n" + Report(15);
+  }
   ~RedisClusterProcess() {
     for (size_t i = 0; i < pids_.size(); ++i) Kill(i);
     std::error_code ec;
@@ -202,6 +220,72 @@ class RedisClusterProcess {
     }
     return true;
   }
+  // Every live master's replicas have acknowledged its whole replication
+  // stream (each `slaveN:...offset=` of INFO replication reaches the
+  // master's `master_repl_offset`): what a test waits for before it reads
+  // its own writes from replicas, instead of sleeping for a guessed time.
+  bool WaitReplicated(int timeout_ms) const {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < end) {
+      bool all = true;
+      for (size_t i = 0; i < ports_.size() && all; ++i) {
+        if (!alive(i)) continue;
+        const std::string info = Command(i, {"INFO", "replication"}).str;
+        if (info.find("role:master") == std::string::npos) continue;
+        const size_t at = info.find("master_repl_offset:");
+        if (at == std::string::npos) { all = false; break; }
+        const long long want = std::atoll(info.c_str() + at + 19);
+        for (size_t s = info.find("\nslave"); s != std::string::npos; s = info.find("\nslave", s + 1)) {
+          const size_t line_end = info.find('\r', s);
+          const size_t off = info.find("offset=", s);
+          if (off == std::string::npos || off > line_end || std::atoll(info.c_str() + off + 7) < want) all = false;
+        }
+      }
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  // What a failing test prints: each node's port, process, role and view
+  // of the cluster, and the last lines of its log (notice level: failure
+  // detection, elections, slot changes). Run on a failure only.
+  std::string Report(int log_lines = 40) const {
+    std::string out = "---- redis cluster report (" + dir_ + ") ----\n";
+    for (size_t i = 0; i < ports_.size(); ++i) {
+      out += "node " + std::to_string(i) + " port " + std::to_string(ports_[i]) +
+             (alive(i) ? " pid " + std::to_string(pids_[i]) : std::string(" killed by the test")) + "\n";
+      if (!alive(i)) continue;
+      const AdminReply info = Command(i, {"CLUSTER", "INFO"}, 500);
+      if (info.type == 0) out += "  (no answer to CLUSTER INFO within 500 ms)\n";
+      for (const char* field : {"cluster_state:", "cluster_current_epoch:"}) {
+        const size_t at = info.str.find(field);
+        if (at != std::string::npos) out += "  " + info.str.substr(at, info.str.find('\r', at) - at) + "\n";
+      }
+      const AdminReply nodes = Command(i, {"CLUSTER", "NODES"}, 500);
+      out += "  CLUSTER NODES:\n";
+      for (size_t a = 0, b; a < nodes.str.size(); a = b + 1) {
+        b = nodes.str.find('\n', a);
+        if (b == std::string::npos) b = nodes.str.size();
+        out += "    " + nodes.str.substr(a, b - a) + "\n";
+      }
+    }
+    for (size_t i = 0; i < ports_.size(); ++i)
+      out += "log of node " + std::to_string(i) + " (last " + std::to_string(log_lines) + " lines):\n" +
+             LogTail(i, log_lines);
+    return out + "---- end of report ----\n";
+  }
+  std::string LogTail(size_t i, int lines) const {
+    std::ifstream in(dir_ + "/log-" + std::to_string(ports_[i]) + ".txt");
+    std::deque<std::string> tail;
+    for (std::string line; std::getline(in, line);) {
+      tail.push_back(line);
+      if (static_cast<int>(tail.size()) > lines) tail.pop_front();
+    }
+    std::string out;
+    for (const std::string& line : tail) out += "    " + line + "\n";
+    return out.empty() ? "    (empty or missing)\n" : out;
+  }
+
   bool WaitHealthy(int timeout_ms) const {
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (std::chrono::steady_clock::now() < end) {
@@ -227,7 +311,7 @@ class RedisClusterProcess {
           "--cluster-node-timeout", std::to_string(spec_.node_timeout_ms),
           "--cluster-replica-validity-factor", "0", "--dir", dir_, "--save", "", "--appendonly", "no",
           "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", "--daemonize", "no",
-          "--loglevel", "warning", "--logfile", dir_ + "/log-" + std::to_string(port) + ".txt"};
+          "--loglevel", "notice", "--logfile", dir_ + "/log-" + std::to_string(port) + ".txt"};
       if (!spec_.password.empty()) {
         for (const char* a : {"--requirepass", "--masterauth"}) {
           args.push_back(a);
@@ -245,16 +329,25 @@ class RedisClusterProcess {
         up = Command(i, {"PING"}).str == "PONG";
         if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(25));
       }
-      if (!up) return "redis-server on port " + std::to_string(ports_[i]) + " did not come up";
+      if (!up) {
+        const bool exited = waitpid(pids_[i], nullptr, WNOHANG) == pids_[i];
+        if (exited) pids_[i] = -1;
+        return "redis-server on port " + std::to_string(ports_[i]) + " did not come up" +
+               (exited ? " (it exited: see its log below)" : "");
+      }
     }
     std::vector<std::string> create = {"redis-cli", "--cluster", "create"};
     for (size_t i = 0; i < ports_.size(); ++i) create.push_back(address(i));
     create.insert(create.end(), {"--cluster-replicas", std::to_string(spec_.replicas), "--cluster-yes"});
     if (!spec_.password.empty()) create.insert(create.end(), {"-a", spec_.password, "--no-auth-warning"});
-    const pid_t cli = SpawnQuiet(create);
+    const std::string cli_log = dir_ + "/cluster-create.txt";
+    const pid_t cli = SpawnQuiet(create, cli_log);
     int status = 0;
-    if (cli < 0 || waitpid(cli, &status, 0) != cli || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      return "redis-cli --cluster create failed";
+    if (cli < 0 || waitpid(cli, &status, 0) != cli || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::ifstream in(cli_log);
+      const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      return "redis-cli --cluster create failed; it said:\n" + said.substr(said.size() > 3000 ? said.size() - 3000 : 0);
+    }
     if (!WaitHealthy(20000)) return "the cluster did not become healthy within 20 s";
     return "";
   }

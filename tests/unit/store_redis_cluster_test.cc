@@ -6,6 +6,8 @@
 // AUTH, a master killed mid-load.
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <random>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "capi/store_table.h"
 #include "gtest/gtest.h"
 #include "store/cluster_hash_slot.h"
@@ -117,6 +120,10 @@ class RedisClusterTest : public ::testing::Test {
     if (!HasRedisStore()) GTEST_SKIP() << "this build has no Redis store (hiredis not found)";
     if (!cluster_->ok()) GTEST_SKIP() << "no test cluster: " << cluster_->error();
   }
+  // A failure keeps what explains it: every node's view and log.
+  void TearDown() override {
+    if (HasFailure() && cluster_ != nullptr && cluster_->ok()) std::printf("%s", cluster_->Report().c_str());
+  }
   static size_t Index(const std::string& address) {
     return cluster_->IndexOfPort(std::stoi(address.substr(address.rfind(':') + 1)));
   }
@@ -189,7 +196,11 @@ TEST_F(RedisClusterTest, RoundTripOverEverySlotThroughTheCTable) {
 // telling the source 30 ms before the target and the other masters: in that
 // window the source answers MOVED to the target and the target, still
 // importing, MOVED back (nodes that disagree, as while an assignment spreads).
-void MigrateSlots(const RedisClusterProcess& c, size_t from, size_t to, const std::vector<uint32_t>& slots) {
+// `hold(window)`, when given, is called inside each window (0: ASK, between
+// the halves; 1: MOVED, after the source's assignment) after the fixed pause,
+// and may keep the window open until the test's clients have seen it.
+void MigrateSlots(const RedisClusterProcess& c, size_t from, size_t to, const std::vector<uint32_t>& slots,
+                  const std::function<void(int)>& hold = nullptr) {
   const std::string from_id = c.NodeId(from), to_id = c.NodeId(to);
   for (uint32_t s : slots) {
     const std::string slot = std::to_string(s);
@@ -205,9 +216,11 @@ void MigrateSlots(const RedisClusterProcess& c, size_t from, size_t to, const st
         ASSERT_TRUE(r.ok()) << r.str;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(40));
+      if (half == 0 && hold) hold(0);
     }
     ASSERT_TRUE(c.Command(from, {"CLUSTER", "SETSLOT", slot, "NODE", to_id}).ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (hold) hold(1);
     for (size_t i = 0; i < c.size(); ++i)
       if (c.IsMaster(i) && i != from) c.Command(i, {"CLUSTER", "SETSLOT", slot, "NODE", to_id});
   }
@@ -252,16 +265,29 @@ TEST_F(RedisClusterTest, LiveReshardingUnderLoadFollowsAskAndMoved) {
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  MigrateSlots(*cluster_, from, to, slots);
+  // Each window stays open until a client call has gone through it (at most
+  // 3 s): on a loaded machine the workers may not run inside a fixed 40 ms
+  // window at all, and the ASK/MOVED counts below would then be 0 with no
+  // fault in the store.
+  auto hold = [&](int window) {
+    const auto count = [&] { return window == 0 ? store->Stats().ask : store->Stats().moved; };
+    const auto seen = count();
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (count() == seen && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  MigrateSlots(*cluster_, from, to, slots, hold);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   stop = true;
   for (auto& t : workers) t.join();
   EXPECT_EQ(bad, 0) << first_bad;
   EXPECT_GT(calls, 100);
   const RedisClusterStats st = store->Stats();
-  EXPECT_GT(st.ask, 0u);
-  EXPECT_GT(st.moved, 0u);
-  EXPECT_GT(st.refreshes, 1u);
+  const std::string stats = absl::StrFormat("calls %d, ask %u, moved %u, refreshes %u, retries %u",
+                                            calls.load(), st.ask, st.moved, st.refreshes, st.retries);
+  EXPECT_GT(st.ask, 0u) << stats;
+  EXPECT_GT(st.moved, 0u) << stats;
+  EXPECT_GT(st.refreshes, 1u) << stats;
   for (uint32_t s : slots) EXPECT_EQ(Index(store->MasterOf(s)), to);
   for (const auto& k : keys) EXPECT_EQ(cluster_->Command(to, {"EXISTS", k}).integer, 1) << k;
 }
@@ -342,7 +368,10 @@ TEST_F(RedisClusterTest, ReplicaReadsAndADeadSeed) {
   std::vector<std::string> keys;
   for (uint32_t s = 0; s < kClusterSlots; s += 97) keys.push_back(TagPerSlot()[s] + "rep");
   for (const auto& k : keys) ASSERT_TRUE(PutString(*store, k, MakeValue(k, 5, 300)).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // replication is asynchronous
+  // Replication is asynchronous: a replica read of a key its master has not
+  // yet streamed is NOT_FOUND. Wait for the replicas to acknowledge (a fixed
+  // 300 ms sleep here was a timing assumption that a loaded machine breaks).
+  ASSERT_TRUE(cluster_->WaitReplicated(20000)) << "the replicas did not catch up within 20 s";
   for (const auto& k : keys) {
     absl::StatusOr<std::string> v = GetString(*store, k, 300);
     ASSERT_TRUE(v.ok()) << v.status();
@@ -367,6 +396,9 @@ class RedisClusterFailoverTest : public ::testing::Test {
     if (!HasRedisStore()) GTEST_SKIP() << "this build has no Redis store (hiredis not found)";
     cluster_ = std::make_unique<RedisClusterProcess>(ClusterSpec{3, 1, kPassword, 1000});
     if (!cluster_->ok()) GTEST_SKIP() << "no test cluster: " << cluster_->error();
+  }
+  void TearDown() override {
+    if (HasFailure() && cluster_ != nullptr && cluster_->ok()) std::printf("%s", cluster_->Report().c_str());
   }
   std::unique_ptr<RedisClusterProcess> cluster_;
 };
