@@ -15,7 +15,7 @@ want_test=0
 pkgs=(cmake g++ ninja-build pkg-config libabsl-dev)
 if [ $want_test = 1 ]; then
   pkgs+=(libgtest-dev libbenchmark-dev libopenblas-dev doxygen libhiredis-dev redis-server
-         python3 python3-venv binutils bindgen golang-go)
+         python3 python3-venv binutils bindgen golang-go ccache)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

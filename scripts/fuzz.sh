@@ -1,25 +1,21 @@
 #!/usr/bin/env bash
 # Longer fuzzing than CI's bounded run (scripts/sanitize.sh asan gives each
-# harness SWACACHE_FUZZ_SECONDS, default 60). Builds the harnesses in the
+# harness SWACACHE_FUZZ_RUNS inputs, default 20000). Builds the harnesses in the
 # ASan + UBSan + libFuzzer tree (build-asan/) and runs each for SECONDS with
 # JOBS parallel workers, keeping what it finds in build-asan/fuzz-corpus/<name>
 # (seeded from tests/fuzz/corpus/<name>). Crashes land in build-asan/fuzz-artifacts/;
 # each one becomes a file in tests/fuzz/regressions/<name>/ (replayed by CI) and,
 # for a library bug, a fix.
 #
-#   scripts/fuzz.sh [SECONDS=600] [JOBS=1] [harness ...]   (default: all four)
+#   scripts/fuzz.sh [SECONDS=600] [JOBS=1] [harness ...]   (default: all five)
 #   e.g. overnight: scripts/fuzz.sh 28800 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600}; jobs=${2:-1}; shift $(( $# > 2 ? 2 : $# ))
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(blob capi planner codec)
-if [ ! -f build-asan/CMakeCache.txt ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DSWACACHE_CUDA=OFF -DSWACACHE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-    -DSWACACHE_ASAN=ON -DSWACACHE_FUZZ=ON >/dev/null
-fi
+[ ${#names[@]} -eq 0 ] && names=(blob capi planner codec sizes)
+source scripts/build_env.sh
+[ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan "${SWA_ASAN_ARGS[@]}" >/dev/null
 cmake --build build-asan -j "$(nproc)" --target "${names[@]/#/fuzz_}"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -1,16 +1,64 @@
 #!/usr/bin/env bash
-# Build everything (CUDA backend too when nvcc is present) and run every test.
+# Build everything (CUDA backend too when nvcc is present) and run every test:
+# the README's test command, which .ci/run calls on a clean clone.
+#
+#   scripts/test.sh           what CI runs: the main tree (gcc; CUDA kernels for
+#                             sm_90a SASS + compute_90 PTX), every test, then the
+#                             ASan + UBSan + libFuzzer tree and the TSan tree
+#                             (scripts/sanitize.sh)
+#   scripts/test.sh --quick   local iteration only, NOT what CI runs: the main
+#                             tree and its unit, API and C tests; no bindings,
+#                             Python, packaging, docs, forced kernel paths or
+#                             sanitizers
+#
 # The Python tests run on the virtual environment that bootstrap.sh prepares
-# ($SWACACHE_VENV, default $HOME/.cache/swacache-venv).
+# ($SWACACHE_VENV, default $HOME/.cache/swacache-venv). Every C, C++ and CUDA
+# compile goes through ccache (scripts/build_env.sh). Release builds (demo.sh,
+# a plain cmake configure) keep every architecture: sm_80, sm_90a and PTX.
+# Prints one line per stage with its time, and the total, at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh --test
-[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+
+t_all=$(date +%s)
+stages=()
+summary() {
+  local rc=$?
+  for s in "${stages[@]}"; do echo "test.sh: $s"; done
+  echo "test.sh: total $(( $(date +%s) - t_all )) s$([ $quick = 1 ] && echo ' (--quick: not the CI run)')$([ $rc != 0 ] && echo " (FAILED, exit $rc)")"
+}
+trap summary EXIT
+stage() {  # name, command...
+  local name=$1 t
+  shift
+  t=$(date +%s)
+  echo "test.sh: stage '$name'"
+  "$@"
+  stages+=("$(printf '%-26s %5d s' "$name" $(( $(date +%s) - t )))")
+}
+
+stage bootstrap bash scripts/bootstrap.sh --test
+source scripts/build_env.sh
 jobs=$(nproc)
 venv="${SWACACHE_VENV:-$HOME/.cache/swacache-venv}"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSWACACHE_PYTHON="$venv/bin/python"
-cmake --build build -j "$jobs"
+cuda_args=()
+command -v nvcc >/dev/null && cuda_args=(-DCMAKE_CUDA_ARCHITECTURES="90a-real;90-virtual")
+stage "main configure" cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSWACACHE_PYTHON="$venv/bin/python" "${SWA_LAUNCHER_ARGS[@]}" "${cuda_args[@]}"
+stage "main build" cmake --build build -j "$jobs"
+
+if [ $quick = 1 ]; then
+  echo "test.sh --quick: unit, API and C tests of the main tree only; CI runs more"
+  stage "main tests (quick)" ctest --test-dir build --output-on-failure -j "$jobs" \
+    -E '^(rust_binding|go_binding|python_binding|python_engine|python_oracles|doxygen|install_consumer|subproject_no_tests|readme_example|cli_help)$|_(portable|avx2|avx512|bf16)$'
+  exit 0
+fi
+
 # The language bindings' suites are ctest entries (bindings/CMakeLists.txt):
 # bindings/rust (rust_binding: rustfmt, clippy, cargo test), bindings/go
 # (go_binding: gofmt, go vet, go test -race) and bindings/python
@@ -22,7 +70,8 @@ if [ "$registered" != 4 ]; then
   echo "test.sh: expected the 4 binding tests (rust, go, python, python engine), found $registered" >&2
   exit 1
 fi
-ctest --test-dir build --output-on-failure -j "$jobs"
-# clang build, the whole suite under ASan + UBSan (with the fuzz harnesses for
-# a bounded time) and the concurrency tests under TSan: scripts/sanitize.sh.
-bash scripts/sanitize.sh all
+stage "main tests" ctest --test-dir build --output-on-failure -j "$jobs"
+# clang: the whole suite under ASan + UBSan with the fuzz harnesses for a fixed
+# number of runs each, then the concurrency tests under TSan (scripts/sanitize.sh).
+stage "asan+ubsan+fuzz (clang)" bash scripts/sanitize.sh asan
+stage "tsan (clang)" bash scripts/sanitize.sh tsan
