@@ -17,7 +17,7 @@
 #include "store/crc32c.h"
 #include "store/blob_store.h"
 #include "store/memory_store.h"
-#include "store/slot_io.h"
+#include "cache/slot_io.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "cache/cache.h"
 #include "store/blob_store.h"
 #include "store/memory_store.h"
-#include "store/slot_io.h"
+#include "cache/slot_io.h"
 #include "store/tiered_store.h"
 
 #if defined(SWACACHE_HAVE_REDIS)

@@ -5,7 +5,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/key_range.h"
 #include "kernels/attention/softmax_stats.h"
@@ -75,11 +75,34 @@ struct SeqKeys {
     if (kStaged) {
       row = p.staging + StagedKeyRow(seq, k, p.window, sec2_first) * p.bytes_per_token;
     } else {
-      const int64_t r = RingKeyRow(s.slot, base, k, p.ring.ring_len);
-      row = p.ring.base + static_cast<uint64_t>(r / p.ring.ring_len) * p.ring.slot_bytes +
-            static_cast<uint64_t>(r % p.ring.ring_len) * p.ring.bytes_per_token;
+      row = p.ring.Row(RingKeyRow(s.slot, base, k, p.ring.ring_len));
     }
     return row + static_cast<int64_t>(hv) * p.vec_bytes;
+  }
+};
+
+// What a CTA of either attention kernel works on: its sequence's keys, its
+// first query row, the KV head (blockIdx.z) and the sequence's query rows
+// (seqlen_q x group, row = token * group + head in group).
+template <bool kStaged>
+struct CtaSeq {
+  SeqKeys<kStaged> sk;
+  int32_t row0;
+  int32_t group;
+  int32_t g;
+  int32_t n_rows;
+
+  // False: nothing for this CTA (past the batch, or past its sequence's
+  // rows); the whole CTA returns then, before any barrier.
+  __device__ __forceinline__ bool Begin(const AttentionParams& p, int tile_rows) {
+    const CtaWork work = CtaWorkOf(p, tile_rows);
+    if (!work.valid) return false;
+    sk.Init(p, work.seq);
+    row0 = work.row0;
+    group = p.q_heads / p.kv_heads;
+    g = blockIdx.z;
+    n_rows = sk.s.seqlen_q * group;
+    return row0 < n_rows;
   }
 };
 

@@ -131,14 +131,10 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
   // even and odd tiles, so that clearing the next tile's needs no barrier.
   unsigned long long* bad_masks = reinterpret_cast<unsigned long long*>(row_end + S::kRows);
 
-  const CtaWork work = CtaWorkOf(p, S::kRows);
-  if (!work.valid) return;
-  SeqKeys<kStaged> sk;
-  sk.Init(p, work.seq);
-  const int32_t group = p.q_heads / p.kv_heads;
-  const int32_t g = blockIdx.z;
-  const int32_t n_rows = sk.s.seqlen_q * group;
-  if (work.row0 >= n_rows) return;  // whole CTA, before any barrier
+  CtaSeq<kStaged> cta;
+  if (!cta.Begin(p, S::kRows)) return;  // whole CTA, before any barrier
+  const SeqKeys<kStaged>& sk = cta.sk;
+  const int32_t row0 = cta.row0, group = cta.group, g = cta.g, n_rows = cta.n_rows;
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -148,7 +144,7 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
 
   // Row state and the query tile (bf16).
   if (tid < S::kRows) {
-    const int32_t r = work.row0 + tid;
+    const int32_t r = row0 + tid;
     float m0 = kNegInf, l0 = 0;
     KeyRange kr{0, 0};
     if (r < n_rows) {
@@ -173,7 +169,7 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
     for (int idx = tid; idx < S::kRows * D; idx += S::kThreads) {
       const int rr = idx / D;
       const int e = idx % D;
-      const int32_t r = work.row0 + rr;
+      const int32_t r = row0 + rr;
       float v = 0;
       if (r < n_rows) {
         const QueryRow qr = QueryRowOf(r, group, g);
@@ -186,7 +182,7 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
     for (int idx = tid; idx < S::kRows * (D / 8); idx += S::kThreads) {
       const int rr = idx / (D / 8);
       const int e = (idx % (D / 8)) * 8;
-      const int32_t r = work.row0 + rr;
+      const int32_t r = row0 + rr;
       float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       if (r < n_rows) {
         const QueryRow qr = QueryRowOf(r, group, g);
@@ -349,8 +345,8 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
   }
   __syncthreads();
 
-  if (p.lse != nullptr && tid < S::kRows && work.row0 + tid < n_rows) {
-    const QueryRow qr = QueryRowOf(work.row0 + tid, group, g);
+  if (p.lse != nullptr && tid < S::kRows && row0 + tid < n_rows) {
+    const QueryRow qr = QueryRowOf(row0 + tid, group, g);
     p.lse[(int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head] =
         RowLse(row_m[tid], row_l[tid]);
   }
@@ -364,7 +360,7 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int rr = rbase + gid + 8 * h;
-    const int32_t r = work.row0 + rr;
+    const int32_t r = row0 + rr;
     if (r >= n_rows) continue;
     const QueryRow qr = QueryRowOf(r, group, g);
     const int64_t elem0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
@@ -387,7 +383,7 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
   for (int idx = tid; idx < S::kRows * D; idx += S::kThreads) {
     const int rr = idx / D;
     const int e = idx % D;
-    const int32_t r = work.row0 + rr;
+    const int32_t r = row0 + rr;
     if (r >= n_rows) continue;
     const QueryRow qr = QueryRowOf(r, group, g);
     const int64_t elem0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;

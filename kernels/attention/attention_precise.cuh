@@ -21,14 +21,10 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kK
   float* v_tile = p.shared_kv ? k_tile : k_tile + S::kKeys * D;
   __shared__ int band[2];
 
-  const CtaWork work = CtaWorkOf(p, S::kRows);
-  if (!work.valid) return;
-  SeqKeys<kStaged> sk;
-  sk.Init(p, work.seq);
-  const int32_t group = p.q_heads / p.kv_heads;
-  const int32_t g = blockIdx.z;
-  const int32_t n_rows = sk.s.seqlen_q * group;
-  if (work.row0 >= n_rows) return;  // whole CTA: no barrier reached yet
+  CtaSeq<kStaged> cta;
+  if (!cta.Begin(p, S::kRows)) return;  // whole CTA: no barrier reached yet
+  const SeqKeys<kStaged>& sk = cta.sk;
+  const int32_t row0 = cta.row0, group = cta.group, g = cta.g, n_rows = cta.n_rows;
 
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -42,7 +38,7 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kK
   KeyRange kr[S::kRowsPerWarp];
 #pragma unroll
   for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
-    const int32_t r = work.row0 + warp * S::kRowsPerWarp + rr;
+    const int32_t r = row0 + warp * S::kRowsPerWarp + rr;
     kr[rr] = {0, 0};
     m[rr] = kNegInf;
     l[rr] = 0;
@@ -127,7 +123,7 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kK
 #pragma unroll
   for (int rr = 0; rr < S::kRowsPerWarp; ++rr) {
     // The row's indices again, rather than live registers through the key loop.
-    const int32_t r = work.row0 + warp * S::kRowsPerWarp + rr;
+    const int32_t r = row0 + warp * S::kRowsPerWarp + rr;
     if (r >= n_rows) continue;
     const QueryRow qr = QueryRowOf(r, group, g);
     const int64_t t = int64_t(sk.s.token_offset) + qr.token;

@@ -1,7 +1,7 @@
 // Merge kernel (kernels/attention/merge.h).
 #include "kernels/attention/merge.h"
 
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 #include "common/merge.h"
 #include "kernels/common/launch.cuh"
 

@@ -5,7 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "backend/merge_work.h"
+#include "common/merge_work.h"
 
 namespace swa::kernels {
 

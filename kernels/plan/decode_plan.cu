@@ -1,11 +1,11 @@
 // Two kernels: a one-block scan of seqlen_q (validating every sequence), then
-// one warp per index row. The per-token arithmetic is src/plan/index_math.h,
+// one warp per index row. The per-token arithmetic is src/common/index_math.h,
 // the same code the host planner runs.
 #include "kernels/plan/decode_plan.h"
 
 #include <limits.h>
 
-#include "plan/index_math.h"
+#include "common/index_math.h"
 #include "kernels/common/launch.cuh"
 
 namespace swa::kernels {

@@ -1,5 +1,5 @@
 // The graph decode's device planner (docs/cuda_backend.md, "Graph-capturable
-// decode"): per-sequence checks of plan/graph_math.h against the graph's slot
+// decode"): per-sequence checks of common/graph_math.h against the graph's slot
 // copy, the planned records (refused and padding sequences get seqlen_q = 0),
 // offset_len and store rows at fixed token rows (sequence i: rows
 // i * tokens ...), the error record; and the zero rows of sequences that did
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "common/records.h"
-#include "plan/graph_math.h"
+#include "common/graph_math.h"
 
 namespace swa::kernels {
 

@@ -1,7 +1,7 @@
 // Encode / load / store row kernels (kernels/step/kv_rows.h).
 #include "kernels/step/kv_rows.h"
 
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 #include "kernels/step/mxfp8_block.h"
 #include "kernels/common/launch.cuh"
 

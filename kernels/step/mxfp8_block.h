@@ -1,12 +1,12 @@
 // One 32-element MXFP8 block encoded from FP32 bit patterns (docs/semantics.md, "MXFP8"),
 // host+device so that the device encoder is unit-tested on the CPU. Built on
-// the exact scalar math of codec/mxfp8_math.h; the byte results equal the CPU
+// the exact scalar math of common/mxfp8_math.h; the byte results equal the CPU
 // codec's (NaN/Inf block: scale 0xFF, every code the NaN code).
 #pragma once
 
 #include <stdint.h>
 
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 #include "common/host_device.h"
 #include "kernels/step/unroll.h"
 

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 #include "common/host_device.h"
 #include "common/records.h"
 #include "common/rope.h"

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/graph_work.h"
-#include "backend/merge_work.h"
+#include "common/merge_work.h"
 #include "backend/project_work.h"
 #include "backend/step_work.h"
 #include "layout/model_spec.h"

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "backend/step_work.h"
-#include "plan/graph_math.h"
+#include "common/graph_math.h"
 
 namespace swa {
 
@@ -32,7 +32,7 @@ class GraphExecutor {
                                 void* stream) = 0;
 
   // Plans one step from `slots` / `seqlen_k` ([n_seqs] each, backend memory):
-  // checks every sequence (plan/graph_math.h), advances the graph's copy of
+  // checks every sequence (common/graph_math.h), advances the graph's copy of
   // the valid ones, records the first bad one. Enqueued on `stream`.
   virtual absl::Status Plan(const int32_t* slots, const int32_t* seqlen_k, int32_t n_seqs,
                             void* stream) = 0;

@@ -11,8 +11,8 @@
 #include "cache/slot_table.h"
 #include "layout/layout.h"
 #include "store/blob_store.h"
-#include "store/slot_io.h"
-#include "store/staging_pool.h"
+#include "cache/slot_io.h"
+#include "cache/staging_pool.h"
 
 namespace swa {
 
@@ -60,7 +60,7 @@ class Cache {
   void SetStore(std::shared_ptr<BlobStore> store);
   // The attached store; FAILED_PRECONDITION when there is none.
   absl::StatusOr<std::shared_ptr<BlobStore>> store() const;
-  // What store/slot_io.h needs to save or restore one of this cache's slots.
+  // What cache/slot_io.h needs to save or restore one of this cache's slots.
   SlotIo slot_io() { return SlotIo{&layout_, &slots_, backend_.get(), pool_, &store_staging_}; }
   // ---- end of the external KV store block ------------------------------------
 

@@ -1,4 +1,4 @@
-#include "store/slot_io.h"
+#include "cache/slot_io.h"
 
 #include <cstring>
 

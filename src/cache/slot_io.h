@@ -12,7 +12,7 @@
 #include "cache/slot_table.h"
 #include "layout/layout.h"
 #include "store/blob_store.h"
-#include "store/staging_pool.h"
+#include "cache/staging_pool.h"
 
 namespace swa {
 

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "common/rewind_rule.h"
 #include "common/status_macros.h"
 
 namespace swa {
@@ -222,7 +223,7 @@ absl::Status SlotTable::SetLengths(const uint32_t* slots, const int32_t* written
           "slots[%u] (slot %u): written_end = %d overflows the position range", i, slot, e));
     // A slot the host still knows may only be rewound, never moved past what
     // its ring holds (positions that were never written).
-    const int32_t high = std::max(st.written_end, st.ring_high);
+    const int32_t high = plan::RingContentEnd(st.written_end, st.ring_high);
     if (!st.device_advanced && e > high)
       return absl::FailedPreconditionError(absl::StrFormat(
           "slots[%u] (slot %u) is not device-advanced and its ring holds positions below %d: "
@@ -239,7 +240,8 @@ absl::Status SlotTable::SetLengths(const uint32_t* slots, const int32_t* written
     if (valid_start != nullptr) st.valid_start = valid_start[i];
     // A graph step may have stored up to R - W + 1 positions past the lengths
     // the engine reports (rejected drafts): assume it did, which is stricter.
-    const int32_t bound = st.device_advanced ? e + ring_slack : std::max(st.written_end, st.ring_high);
+    const int32_t bound =
+        st.device_advanced ? e + ring_slack : plan::RingContentEnd(st.written_end, st.ring_high);
     st.ring_high = std::max(st.ring_high, bound);
     st.written_end = e;
     st.device_advanced = false;

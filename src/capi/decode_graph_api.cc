@@ -8,7 +8,7 @@
 #include "capi/handles.h"
 #include "capi/step_args.h"
 #include "common/status_macros.h"
-#include "plan/graph_math.h"
+#include "common/graph_math.h"
 
 using swa::capi::Guard;
 

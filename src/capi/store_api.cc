@@ -9,7 +9,7 @@
 #include "capi/store_table.h"
 #include "common/status_macros.h"
 #include "store/blob_store.h"
-#include "store/slot_io.h"
+#include "cache/slot_io.h"
 
 using swa::capi::Guard;
 

@@ -1,7 +1,7 @@
 // Scalar reference kernels, written for clarity: one element at a time
 // through the exact math of mxfp8_math.h.
 #include "codec/codec.h"
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 
 namespace swa::codec {
 

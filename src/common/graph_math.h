@@ -1,9 +1,9 @@
 // Per-sequence arithmetic of the graph decode (docs/cuda_backend.md, "Graph-capturable
 // decode"): the checks a device-planned sequence must pass and the record it
 // becomes. Host+device: the CUDA planner kernel and the CPU twin run this code,
-// so the CPU tests prove the device path's integer logic. The rules are the
-// host planner's (src/plan/validate.cc, docs/semantics.md "Rewinds"), applied to the
-// graph's own copy of the slot lengths.
+// so the CPU tests prove the device path's integer logic. The rewind rule is
+// the host planner's (common/rewind_rule.h), applied to the graph's own copy of
+// the slot lengths.
 #pragma once
 
 #include <math.h>
@@ -11,7 +11,8 @@
 
 #include "common/host_device.h"
 #include "common/records.h"
-#include "plan/index_math.h"
+#include "common/index_math.h"
+#include "common/rewind_rule.h"
 
 namespace swa::plan {
 
@@ -52,16 +53,16 @@ SWA_HOST_DEVICE int32_t CheckGraphSeq(int32_t slot, int32_t seqlen_k, int32_t to
   if (slot < 0 || slot >= max_slots) return kGraphSlotOutOfRange;
   const GraphSlot st = slots[slot];
   if (st.imported == 0) return kGraphSlotNotImported;
-  // seqlen_k - tokens >= valid_start >= 0, and no overflow below.
-  if (seqlen_k < tokens || seqlen_k - tokens < st.valid_start) return kGraphLengthOutOfRange;
-  const int32_t q = seqlen_k - tokens;
-  const int32_t e = st.written_end;
-  if (q > (e > st.valid_start ? e : st.valid_start)) return kGraphGap;
-  const int32_t oldest = WindowLo(q, st.valid_start, window);
-  const int32_t high = e > st.ring_high ? e : st.ring_high;
-  if (static_cast<int64_t>(oldest) < static_cast<int64_t>(high) - ring_len)
-    return kGraphRewindTooDeep;
-  return kGraphOk;
+  // seqlen_k - tokens >= 0 (>= valid_start: CheckRewind), and no overflow below.
+  if (seqlen_k < tokens) return kGraphLengthOutOfRange;
+  const RewindCheck c = CheckRewind(seqlen_k - tokens, st.valid_start, st.written_end,
+                                    st.ring_high, window, ring_len);
+  switch (c.verdict) {
+    case kRewindOk: return kGraphOk;
+    case kRewindBelowValidStart: return kGraphLengthOutOfRange;
+    case kRewindGap: return kGraphGap;
+    default: return kGraphRewindTooDeep;
+  }
 }
 
 // The planned record of a valid sequence whose tokens start at `token_offset`.
@@ -79,7 +80,7 @@ SWA_HOST_DEVICE PlannedSeq GraphPlannedSeq(int32_t slot, int32_t seqlen_k, int32
 
 // The slot copy after a valid sequence ran (the host planner's commit).
 SWA_HOST_DEVICE void AdvanceGraphSlot(GraphSlot* st, int32_t seqlen_k) {
-  const int32_t high = st->written_end > st->ring_high ? st->written_end : st->ring_high;
+  const int32_t high = RingContentEnd(st->written_end, st->ring_high);
   st->ring_high = high > seqlen_k ? high : seqlen_k;
   st->written_end = seqlen_k;
 }

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "plan/index_math.h"
+#include "common/index_math.h"
 #include "plan/validate.h"
 
 namespace swa::plan {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "common/rewind_rule.h"
 
 namespace swa::plan {
 namespace {
@@ -36,39 +37,40 @@ absl::Status CheckArguments(uint32_t i, const SeqDesc& s) {
   return absl::OkStatus();
 }
 
-// docs/semantics.md "Rewinds": no gap of never-written positions, and the oldest key the
-// first new token needs must still be in the ring. The ring's newest content
-// is max(written_end, ring_high): after a rewind, rejected drafts above
-// written_end still occupy rows (docs/planner.md, "chained rewinds").
+// docs/semantics.md "Rewinds" (common/rewind_rule.h, shared with the graph
+// decode): no gap of never-written positions, and the oldest key the first new
+// token needs must still be in the ring.
 absl::Status CheckAgainstSlot(uint32_t i, const SeqDesc& s, const SlotState& st, int32_t window,
                               int32_t ring_len, int32_t valid_start) {
   const int32_t q = s.seqlen_k - s.seqlen_q;
   const int32_t e = st.written_end;
-  if (valid_start > q)
-    return Precondition(
-        "seqs[%u] (slot %u): q_start = %d is below the slot's valid_start = %d (positions below "
-        "it are missing)",
-        i, s.slot, q, valid_start);
-  if (q > std::max(e, valid_start))
-    return Precondition(
-        "seqs[%u] (slot %u): q_start = %d leaves a gap: the slot's written_end = %d and "
-        "valid_start = %d, so positions %d ... %d were never written",
-        i, s.slot, q, e, valid_start, std::max(e, valid_start), q - 1);
-  const int64_t oldest = std::max<int64_t>({0, valid_start, int64_t{q} - window + 1});
-  const int32_t high = std::max(e, st.ring_high);
-  if (oldest < int64_t{high} - ring_len) {
-    if (high == e)
+  const RewindCheck c = CheckRewind(q, valid_start, e, st.ring_high, window, ring_len);
+  switch (c.verdict) {
+    case kRewindOk:
+      return absl::OkStatus();
+    case kRewindBelowValidStart:
       return Precondition(
-          "seqs[%u] (slot %u): rewind too deep: q_start = %d needs position %d but the ring "
-          "(R = %d) holds only positions >= written_end - R = %d - %d = %d (at most R - W + 1 = "
-          "%d positions behind written_end)",
-          i, s.slot, q, oldest, ring_len, e, ring_len, e - ring_len, ring_len - window + 1);
-    return Precondition(
-        "seqs[%u] (slot %u): rewind too deep: q_start = %d needs position %d but rejected "
-        "positions up to %d (written_end = %d) have overwritten the ring (R = %d) below %d",
-        i, s.slot, q, oldest, high - 1, e, ring_len, high - ring_len);
+          "seqs[%u] (slot %u): q_start = %d is below the slot's valid_start = %d (positions below "
+          "it are missing)",
+          i, s.slot, q, valid_start);
+    case kRewindGap:
+      return Precondition(
+          "seqs[%u] (slot %u): q_start = %d leaves a gap: the slot's written_end = %d and "
+          "valid_start = %d, so positions %d ... %d were never written",
+          i, s.slot, q, e, valid_start, std::max(e, valid_start), q - 1);
+    default:
+      break;
   }
-  return absl::OkStatus();
+  if (c.high == e)
+    return Precondition(
+        "seqs[%u] (slot %u): rewind too deep: q_start = %d needs position %d but the ring "
+        "(R = %d) holds only positions >= written_end - R = %d - %d = %d (at most R - W + 1 = "
+        "%d positions behind written_end)",
+        i, s.slot, q, c.oldest, ring_len, e, ring_len, e - ring_len, ring_len - window + 1);
+  return Precondition(
+      "seqs[%u] (slot %u): rewind too deep: q_start = %d needs position %d but rejected "
+      "positions up to %d (written_end = %d) have overwritten the ring (R = %d) below %d",
+      i, s.slot, q, c.oldest, c.high - 1, e, ring_len, c.high - ring_len);
 }
 
 }  // namespace
@@ -107,7 +109,7 @@ absl::Status ValidateBatch(const SlotTable& slots, int32_t window, int32_t ring_
                         .q_start = s.seqlen_k - s.seqlen_q,
                         .valid_start = valid_start,
                         .token_offset = static_cast<int32_t>(n_tokens - s.seqlen_q)};
-    const int32_t high = std::max(st.written_end, st.ring_high);
+    const int32_t high = RingContentEnd(st.written_end, st.ring_high);
     prev[i] = PrevSlotState{st.written_end, st.valid_start, st.ring_high,
                             std::max(high, s.seqlen_k), st.generation};
     max_q = std::max(max_q, s.seqlen_q);

@@ -1,7 +1,7 @@
-// The host+device scalar math of src/codec/mxfp8_math.h against the
+// The host+device scalar math of src/common/mxfp8_math.h against the
 // independent oracle of mxfp8_oracle.h: exhaustive over E4M3 codes and E8M0
 // bytes, plus dense sweeps over FP32 inputs.
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 
 #include <gtest/gtest.h>
 

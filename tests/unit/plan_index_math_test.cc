@@ -1,6 +1,6 @@
-// The host+device index header (src/plan/index_math.h), run on the CPU and
+// The host+device index header (src/common/index_math.h), run on the CPU and
 // checked exhaustively on small geometries against the enumeration reference.
-#include "plan/index_math.h"
+#include "common/index_math.h"
 
 #include <random>
 

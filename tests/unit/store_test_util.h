@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "store/blob_store.h"
 #include "store/kv_store.h"
-#include "store/slot_io.h"
+#include "cache/slot_io.h"
 
 namespace swa::testing {
 

@@ -1,4 +1,4 @@
-// Plan: the per-sequence checks of plan/graph_math.h (the device planner's
+// Plan: the per-sequence checks of common/graph_math.h (the device planner's
 // code), then the valid sequences as a compact ring-only plan, which the CPU
 // step runs exactly as it runs a host-planned one. Step: rows of the valid
 // sequences are gathered when some sequence is padding or invalid, and the
@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "plan/graph_math.h"
+#include "common/graph_math.h"
 
 namespace swa::cpu {
 namespace {

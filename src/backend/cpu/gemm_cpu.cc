@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 #include "backend/cpu/gemm_microkernel.h"
 #include "backend/cpu/thread_pool.h"
 

@@ -1,7 +1,7 @@
 #include "backend/cpu/merge_cpu.h"
 
 #include "backend/cpu/thread_pool.h"
-#include "codec/mxfp8_math.h"
+#include "common/mxfp8_math.h"
 #include "common/merge.h"
 
 namespace swa::cpu {

@@ -1,7 +1,7 @@
 // swa_attention_merge on host memory.
 #pragma once
 
-#include "backend/merge_work.h"
+#include "common/merge_work.h"
 
 namespace swa::cpu {
 
