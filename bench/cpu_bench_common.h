@@ -247,51 +247,74 @@ inline void Naive(const Data& x, float* out) {
 }
 
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
-// ---- (b) Unfused OpenBLAS: per sequence and KV head, gather Q rows, sgemm for
-// the scores, masked softmax with the sink, sgemm for the values, normalise.
+// ---- (b) Unfused OpenBLAS: per KV head, gather Q rows, sgemm for the scores,
+// masked softmax with the sink, sgemm for the values, normalise.
 struct BlasScratch {
-  std::vector<float> qg, s, o;
+  std::vector<float> qg, s, o, inv;
 };
 
+// One tile of keys and the tokens that read it: token t sees tile rows
+// [begin[t], end[t]) (non-empty). K and V rows are kv_stride floats apart.
+struct BlasTile {
+  int tokens, keys, hq, hkv, d;
+  float scale;
+  const float* sinks;  // [hq] or nullptr
+  const float* q;      // [tokens, hq, d]
+  const float* k;      // [keys] rows, KV head g at + g * d
+  const float* v;
+  size_t kv_stride;
+  const int32_t* begin;
+  const int32_t* end;
+  float* out;  // [tokens, hq, d]
+};
+
+inline void OpenBlasTile(const BlasTile& x, BlasScratch& w) {
+  const int ratio = x.hq / x.hkv;
+  const int m = x.tokens * ratio;
+  w.qg.resize(static_cast<size_t>(m) * x.d);
+  w.s.resize(static_cast<size_t>(m) * x.keys);
+  w.o.resize(static_cast<size_t>(m) * x.d);
+  w.inv.resize(m);
+  for (int g = 0; g < x.hkv; ++g) {
+    for (int t = 0; t < x.tokens; ++t) {
+      std::memcpy(&w.qg[static_cast<size_t>(t) * ratio * x.d],
+                  x.q + (static_cast<size_t>(t) * x.hq + g * ratio) * x.d,
+                  sizeof(float) * ratio * x.d);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, x.keys, x.d, x.scale, w.qg.data(), x.d,
+                x.k + g * x.d, static_cast<int>(x.kv_stride), 0.0f, w.s.data(), x.keys);
+    for (int r = 0; r < m; ++r) {
+      const int t = r / ratio, h = g * ratio + r % ratio;
+      float* row = &w.s[static_cast<size_t>(r) * x.keys];
+      const float sink = x.sinks != nullptr ? x.sinks[h] : -std::numeric_limits<float>::infinity();
+      float mx = sink;
+      for (int j = x.begin[t]; j < x.end[t]; ++j) mx = std::max(mx, row[j]);
+      float l = x.sinks != nullptr ? std::exp(sink - mx) : 0.0f;
+      for (int j = 0; j < x.keys; ++j) {
+        row[j] = (j >= x.begin[t] && j < x.end[t]) ? std::exp(row[j] - mx) : 0.0f;
+        l += row[j];
+      }
+      w.inv[r] = 1.0f / l;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, x.d, x.keys, 1.0f, w.s.data(), x.keys,
+                x.v + g * x.d, static_cast<int>(x.kv_stride), 0.0f, w.o.data(), x.d);
+    for (int r = 0; r < m; ++r) {
+      const int t = r / ratio, h = g * ratio + r % ratio;
+      float* dst = x.out + (static_cast<size_t>(t) * x.hq + h) * x.d;
+      for (int e = 0; e < x.d; ++e) dst[e] = w.o[static_cast<size_t>(r) * x.d + e] * w.inv[r];
+    }
+  }
+}
+
+// The whole tile of every sequence of a Data (decode benchmarks).
 inline void OpenBlasPipeline(const Data& x, float* out, BlasScratch& w) {
   const Case& c = x.c;
-  const int ratio = c.hq / c.hkv;
-  const int m = c.tokens * ratio;
-  const int ldkv = c.hkv * c.d;
-  w.qg.resize(static_cast<size_t>(m) * c.d);
-  w.s.resize(static_cast<size_t>(m) * c.keys);
-  w.o.resize(static_cast<size_t>(m) * c.d);
   for (int s = 0; s < x.seqs; ++s) {
-    for (int g = 0; g < c.hkv; ++g) {
-      for (int t = 0; t < c.tokens; ++t) {
-        std::memcpy(&w.qg[static_cast<size_t>(t) * ratio * c.d],
-                    x.q.data() + s * x.QSize() + (static_cast<size_t>(t) * c.hq + g * ratio) * c.d,
-                    sizeof(float) * ratio * c.d);
-      }
-      const float* kg = x.k.data() + s * x.KvSize() + g * c.d;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, c.keys, c.d, x.scale, w.qg.data(),
-                  c.d, kg, ldkv, 0.0f, w.s.data(), c.keys);
-      std::vector<float> inv(m);
-      for (int r = 0; r < m; ++r) {
-        const int t = r / ratio, h = g * ratio + r % ratio;
-        float* row = &w.s[static_cast<size_t>(r) * c.keys];
-        float mx = x.sinks[h];
-        for (int j = x.begin[t]; j < x.end[t]; ++j) mx = std::max(mx, row[j]);
-        float l = std::exp(x.sinks[h] - mx);
-        for (int j = 0; j < c.keys; ++j) {
-          row[j] = (j >= x.begin[t] && j < x.end[t]) ? std::exp(row[j] - mx) : 0.0f;
-          l += row[j];
-        }
-        inv[r] = 1.0f / l;
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, c.d, c.keys, 1.0f, w.s.data(),
-                  c.keys, x.V(s) + g * c.d, ldkv, 0.0f, w.o.data(), c.d);
-      for (int r = 0; r < m; ++r) {
-        const int t = r / ratio, h = g * ratio + r % ratio;
-        float* dst = out + s * x.QSize() + (static_cast<size_t>(t) * c.hq + h) * c.d;
-        for (int e = 0; e < c.d; ++e) dst[e] = w.o[static_cast<size_t>(r) * c.d + e] * inv[r];
-      }
-    }
+    OpenBlasTile({c.tokens, c.keys, c.hq, c.hkv, c.d, x.scale, x.sinks.data(),
+                  x.q.data() + s * x.QSize(), x.k.data() + s * x.KvSize(), x.V(s),
+                  static_cast<size_t>(c.hkv) * c.d, x.begin.data(), x.end.data(),
+                  out + s * x.QSize()},
+                 w);
   }
 }
 #endif
