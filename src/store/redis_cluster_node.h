@@ -1,70 +1,51 @@
-// One Redis Cluster node as the cluster store sees it: a pool of hiredis
-// connections (AUTH and, for replica reads, READONLY run at connect), and a
-// command runner with a per-call timeout and optional ASKING prefix.
+// One Redis Cluster node as the cluster store sees it: its address and a
+// connection pool (store/redis_pool.h; AUTH and, for replica reads, READONLY
+// run at connect). Thread-safe.
 #pragma once
 
-#include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "store/cluster_hash_slot.h"
-
-struct redisContext;
-struct redisReply;
+#include "store/redis_pool.h"
 
 namespace swa {
 
-struct RedisReplyDeleter {
-  void operator()(redisReply* r) const;
-};
-using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
-
-struct RedisNodeOptions {
-  std::string password;    // empty = no AUTH
-  uint32_t max_idle = 4;   // idle connections kept
-  bool readonly = false;   // send READONLY on connect (reads from a replica)
-};
-
-// Thread-safe.
 class RedisNode {
  public:
-  RedisNode(ClusterNodeAddress address, RedisNodeOptions options)
-      : address_(std::move(address)), options_(std::move(options)) {}
-  ~RedisNode();
-  RedisNode(const RedisNode&) = delete;
-  RedisNode& operator=(const RedisNode&) = delete;
+  // `max_idle` idle connections kept; `readonly`: READONLY on connect.
+  RedisNode(ClusterNodeAddress address, std::string password, uint32_t max_idle, bool readonly)
+      : address_(std::move(address)),
+        pool_(RedisPoolOptions{.host = address_.host,
+                               .port = address_.port,
+                               .name = absl::StrCat("redis cluster node ", address_.ToString()),
+                               .password = std::move(password),
+                               .readonly = readonly,
+                               .max_idle = max_idle}) {}
 
-  // Runs `args` on a pooled (or new) connection, preceded by ASKING when
-  // `asking`, with at most `timeout` per socket operation. Returns the reply,
-  // error replies included (the caller reads MOVED/ASK/...). A connection
-  // that fails is closed: refused, reset or closed are UNAVAILABLE, a timeout
-  // DEADLINE_EXCEEDED, a failed AUTH UNAUTHENTICATED; each names the node.
+  // RedisConnectionPool::Run: the reply, error replies included (the caller
+  // reads MOVED/ASK/...); failures name the node.
   absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, bool asking,
-                                 absl::Duration timeout);
+                                 absl::Duration timeout) {
+    return pool_.Run(args, timeout, asking);
+  }
 
   // Closes every idle connection (after the node failed once, the others are
   // likely dead too).
-  void DropIdle();
+  void DropIdle() { pool_.DropIdle(); }
 
   const ClusterNodeAddress& address() const { return address_; }
+  // "redis cluster node host:port", as the node's messages start.
+  const std::string& name() const { return pool_.name(); }
 
  private:
-  absl::StatusOr<redisContext*> Connect(absl::Duration timeout) const;
-  void Return(redisContext* c);
-
   const ClusterNodeAddress address_;
-  const RedisNodeOptions options_;
-  absl::Mutex mu_;
-  std::vector<redisContext*> idle_ ABSL_GUARDED_BY(mu_);
+  RedisConnectionPool pool_;
 };
-
-// A reply's text (status, error or string replies), else empty.
-std::string_view ReplyText(const redisReply& r);
 
 }  // namespace swa

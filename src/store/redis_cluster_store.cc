@@ -1,6 +1,7 @@
 #include "store/redis_cluster_store.h"
 
 #include "store/redis_command.h"
+#include "store/redis_pool.h"
 
 #include <hiredis/hiredis.h>
 
@@ -29,23 +30,6 @@ absl::StatusOr<ClusterNodeAddress> RedirectTarget(std::string_view text) {
       parts.size() < 3 ? absl::InvalidArgumentError("") : ParseClusterNodes(parts[2]);
   if (!a.ok()) return absl::UnknownError(absl::StrCat("malformed redirect \"", line, "\""));
   return (*a)[0];
-}
-
-// A final error reply: what the Redis store maps it to, naming the node.
-absl::Status ReplyError(std::string_view text, std::string_view node, std::string_view command) {
-  const std::string message =
-      absl::StrFormat("redis cluster node %s: %s: server replied \"%s\"", node, command, text);
-  if (text.starts_with("OOM")) return absl::ResourceExhaustedError(message);
-  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS"))
-    return absl::UnauthenticatedError(message);
-  return absl::UnknownError(message);
-}
-
-// Error replies that mean "the cluster is changing, try again".
-bool IsTransientReply(std::string_view text) {
-  return text.starts_with("CLUSTERDOWN") || text.starts_with("TRYAGAIN") ||
-         text.starts_with("LOADING") || text.starts_with("MASTERDOWN") ||
-         text.starts_with("READONLY") || text.starts_with("BUSY");
 }
 
 void Backoff(int failures, absl::Time deadline) {
@@ -84,11 +68,8 @@ std::shared_ptr<RedisNode> RedisClusterStore::NodeFor(const ClusterNodeAddress& 
   absl::MutexLock lock(&mu_);
   std::shared_ptr<RedisNode>& node = nodes_[name];
   if (node == nullptr) {
-    RedisNodeOptions o;
-    o.password = options_.password;
-    o.max_idle = options_.connections_per_node;
-    o.readonly = readonly;
-    node = std::make_shared<RedisNode>(address, o);
+    node = std::make_shared<RedisNode>(address, options_.password,
+                                       options_.connections_per_node, readonly);
   }
   return node;
 }
@@ -98,9 +79,9 @@ absl::StatusOr<std::shared_ptr<RedisClusterStore::SlotMap>> RedisClusterStore::L
   absl::StatusOr<RedisReply> r = node.Run({"CLUSTER", "SLOTS"}, false, timeout);
   if (!r.ok()) return r.status();
   const redisReply& top = **r;
-  const std::string where = absl::StrCat("redis cluster node ", node.address().ToString());
+  const std::string& where = node.name();
   if (top.type == REDIS_REPLY_ERROR) {
-    absl::Status e = ReplyError(ReplyText(top), node.address().ToString(), "CLUSTER SLOTS");
+    absl::Status e = ErrorReplyStatus(ReplyText(top), absl::StrCat(node.name(), ": CLUSTER SLOTS"));
     return absl::IsUnauthenticated(e) ? e : absl::UnavailableError(e.message());
   }
   if (top.type != REDIS_REPLY_ARRAY)
@@ -226,12 +207,11 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
     }
     if ((*r)->type != REDIS_REPLY_ERROR) return r;
     const std::string_view text = ReplyText(**r);
-    const std::string from = node->address().ToString();
     const bool moved = text.starts_with("MOVED "), ask = text.starts_with("ASK ");
     if (moved || ask) {
       absl::StatusOr<ClusterNodeAddress> target = RedirectTarget(text);
       if (!target.ok()) return target.status();
-      last = absl::UnavailableError(absl::StrFormat("redis cluster node %s replied \"%s\"", from, text));
+      last = absl::UnavailableError(absl::StrFormat("%s replied \"%s\"", node->name(), text));
       redirect = NodeFor(*target, false);
       if (ask) {
         ++stats_.ask;
@@ -248,8 +228,7 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
       continue;
     }
     if (IsTransientReply(text)) {
-      last = absl::UnavailableError(
-          absl::StrFormat("redis cluster node %s: %s: server replied \"%s\"", from, args[0], text));
+      last = ErrorReplyStatus(text, absl::StrFormat("%s: %s", node->name(), args[0]));  // UNAVAILABLE
       if (replica) {
         replica_failed = true;
         ++stats_.replica_fallbacks;
@@ -259,7 +238,7 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
       Backoff(failures++, deadline);
       continue;
     }
-    return ReplyError(text, from, args[0]);
+    return ErrorReplyStatus(text, absl::StrFormat("%s: %s", node->name(), args[0]));
   }
   const std::string what = absl::StrFormat(
       "redis cluster store %s (slot %u): %s", args[0], slot,

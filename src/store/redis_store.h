@@ -1,5 +1,6 @@
 // The built-in Redis store (hiredis): SET/GET/EXISTS/DEL, one blob per key,
-// a small pool of connections so that concurrent calls do not serialise.
+// a pool of connections (store/redis_pool.h) so that concurrent calls do not
+// serialise.
 #pragma once
 
 #include <cstdint>
@@ -7,13 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "store/kv_store.h"
-
-struct redisContext;
-struct redisReply;
+#include "store/redis_pool.h"
 
 namespace swa {
 
@@ -39,19 +36,14 @@ class RedisStore final : public KvStore {
   absl::Status Remove(std::string_view key) override;
 
  private:
-  struct ReplyDeleter {
-    void operator()(redisReply* r) const;
-  };
-  using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-  explicit RedisStore(RedisStoreOptions options) : options_(std::move(options)) {}
-  absl::StatusOr<redisContext*> NewConnection() const;
+  RedisStore(RedisStoreOptions options, RedisPoolOptions pool)
+      : options_(std::move(options)), pool_(std::move(pool)) {}
   // Runs one command on a pooled connection; a server error reply is a status.
-  absl::StatusOr<Reply> Command(const std::vector<std::string_view>& args);
+  absl::StatusOr<RedisReply> Command(const std::vector<std::string_view>& args);
+  absl::Duration timeout() const { return absl::Milliseconds(options_.timeout_ms); }
 
-  RedisStoreOptions options_;
-  absl::Mutex mu_;
-  std::vector<redisContext*> idle_ ABSL_GUARDED_BY(mu_);
+  const RedisStoreOptions options_;
+  RedisConnectionPool pool_;
 };
 
 }  // namespace swa

@@ -1,0 +1,87 @@
+// A pool of hiredis connections to one Redis server: the one piece of
+// connection handling behind the single-server store (redis_store) and every
+// node of the cluster store (redis_cluster_node). A new connection runs its
+// setup (AUTH, SELECT, READONLY, PING, as configured) once; at most `max_idle`
+// idle connections are kept; a connection that fails is closed. Failures and
+// error replies become statuses that name the server.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+struct redisContext;
+struct redisReply;
+
+namespace swa {
+
+struct RedisReplyDeleter {
+  void operator()(redisReply* r) const;
+};
+using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
+
+// A reply's text (status, error or string replies), else empty.
+std::string_view ReplyText(const redisReply& r);
+
+// Error replies that mean "the server or cluster is changing, try again":
+// CLUSTERDOWN, TRYAGAIN, LOADING, MASTERDOWN, READONLY, BUSY.
+bool IsTransientReply(std::string_view text);
+
+// A final error reply as a status, "<where>: server replied "<text>"": OOM is
+// RESOURCE_EXHAUSTED, NOAUTH / WRONGPASS / an AUTH complaint UNAUTHENTICATED,
+// a transient reply UNAVAILABLE, anything else UNKNOWN.
+absl::Status ErrorReplyStatus(std::string_view text, std::string_view where);
+
+struct RedisPoolOptions {
+  std::string host;
+  uint32_t port = 0;
+  // Starts every message, e.g. "redis store 127.0.0.1:6379".
+  std::string name;
+  std::string password;   // empty: no AUTH
+  uint32_t db = 0;        // != 0: SELECT db
+  bool readonly = false;  // READONLY (reads from a cluster replica)
+  bool ping = false;      // PING last, so that e.g. NOAUTH shows at connect
+  uint32_t max_idle = 4;  // idle connections kept
+};
+
+// Thread-safe.
+class RedisConnectionPool {
+ public:
+  explicit RedisConnectionPool(RedisPoolOptions options) : options_(std::move(options)) {}
+  ~RedisConnectionPool() { DropIdle(); }
+  RedisConnectionPool(const RedisConnectionPool&) = delete;
+  RedisConnectionPool& operator=(const RedisConnectionPool&) = delete;
+
+  // Opens one connection and keeps it idle: a bad address or password fails here.
+  absl::Status Open(absl::Duration timeout);
+
+  // Runs `args` on an idle (or new) connection, preceded by ASKING when
+  // `asking`, with at most `timeout` per socket operation. Returns the reply,
+  // error replies included. A connection that fails is closed: refused,
+  // reset or closed are UNAVAILABLE, a timeout DEADLINE_EXCEEDED, a failed
+  // AUTH UNAUTHENTICATED.
+  absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, absl::Duration timeout,
+                                 bool asking = false);
+
+  // Closes every idle connection.
+  void DropIdle();
+
+  const std::string& name() const { return options_.name; }
+
+ private:
+  absl::StatusOr<redisContext*> Connect(absl::Duration timeout) const;
+  void Return(redisContext* c);
+
+  const RedisPoolOptions options_;
+  absl::Mutex mu_;
+  std::vector<redisContext*> idle_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace swa
