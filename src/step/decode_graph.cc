@@ -1,11 +1,11 @@
 #include "step/decode_graph.h"
 
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "step/step_tensors.h"
 
 namespace swa {
 
@@ -117,25 +117,10 @@ absl::Status DecodeGraph::Plan(const int32_t* slots, const int32_t* seqlen_k, in
 absl::Status DecodeGraph::Step(const StepTensors& t) {
   if (!planned_)
     return absl::FailedPreconditionError("no step has been planned on this graph yet");
-  const Layout& lay = cache_->layout();
-  if (t.layer >= lay.num_layers())
-    return absl::OutOfRangeError(absl::StrFormat(
-        "layer = %u is out of range: the cache has %u layers", t.layer, lay.num_layers()));
-  const LayerSpec& spec = lay.spec().layers[t.layer];
-  if (t.q == nullptr || t.k_new == nullptr || t.out == nullptr)
-    return absl::InvalidArgumentError("q, k_new and out must not be NULL");
-  if (spec.shared_kv != (t.v_new == nullptr))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "v_new must be %s for layer %u", spec.shared_kv ? "NULL" : "given", t.layer));
-  if (spec.has_sinks != (t.sinks != nullptr))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "sinks must be %s for layer %u", spec.has_sinks ? "given" : "NULL", t.layer));
-  if (!std::isfinite(t.softmax_scale) || t.softmax_scale < 0)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("softmax_scale = %g is not a finite value >= 0", t.softmax_scale));
+  // Every row of the graph has its tensors (padding rows too).
+  SWA_RETURN_IF_ERROR(CheckStepTensors(cache_->layout(), t, /*has_tokens=*/true));
   const StepLayer layer = cache_->StepLayerOf(t.layer);
-  const float scale =
-      t.softmax_scale != 0 ? t.softmax_scale : 1.0f / std::sqrt(float(layer.head_dim));
+  const float scale = ResolveSoftmaxScale(t.softmax_scale, layer.head_dim);
   StepResult result;
   SWA_RETURN_IF_ERROR(exec_->Step(layer, t, scale, &result));
   cache_->counters().nonfinite_blocks.fetch_add(result.nonfinite_blocks,

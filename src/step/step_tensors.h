@@ -1,0 +1,24 @@
+// A caller's tensors for one layer of a step, as swa_step (RunStep) and the
+// graph decode (DecodeGraph::Step) both take them: one check with one set of
+// messages, and the softmax scale they resolve to.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "backend/step_work.h"
+#include "layout/layout.h"
+
+namespace swa {
+
+// OUT_OF_RANGE for a layer past the cache's; INVALID_ARGUMENT for a NULL
+// q, k_new or out when `has_tokens`, a v_new or sinks that the layer's
+// shape does not call for (or lacks), or a softmax_scale that is not a
+// finite value >= 0. Each message names the offending tensor and the layer.
+absl::Status CheckStepTensors(const Layout& layout, const StepTensors& tensors, bool has_tokens);
+
+// The scale the scores are multiplied by: `softmax_scale`, or 1/sqrt(head_dim)
+// for 0 (the default of swa_step_args_t).
+float ResolveSoftmaxScale(float softmax_scale, int head_dim);
+
+}  // namespace swa
