@@ -8,7 +8,9 @@
  *    was asked to change has changed.
  *  - Every struct starts with `size_t struct_size`, is filled with defaults by
  *    its *_init() function and is passed by pointer. Fields are only ever
- *    appended; a struct_size the library does not know is an error.
+ *    appended; the sizeof of every released version is accepted (missing
+ *    input fields take their init defaults; outputs are written only up to the
+ *    caller's struct_size), any other struct_size is an error (docs/api.md).
  *  - Handles are opaque; create/destroy come in pairs; destroy accepts NULL.
  *  - Device streams are `void*` (a cudaStream_t on the CUDA backend).
  *
@@ -19,6 +21,12 @@
  * and tiered stores, swa_cache_store_exists/remove, the graph decode) may
  * change or go in any 0.x minor release.
  * The list is in docs/api.md, "API stability".
+ *
+ * The graph decode (swa_decode_graph_*, swa_slot_set_lengths) is experimental
+ * as a whole and the compiler enforces it, as zstd does with
+ * ZSTD_STATIC_LINKING_ONLY: it is declared only when the including program
+ * defines SWACACHE_EXPERIMENTAL first, so that a program that uses it has
+ * opted in and knows it may change. The library always exports it.
  *
  * Behaviour is defined in docs/semantics.md; `\ref sem_...` in the comments
  * below names one of its sections, `\ref md_docs_...` a guide under docs/.
@@ -799,13 +807,19 @@ SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_arg
 
 /* ---- Graph decode ------------------------------------------------------- */
 
+/* Experimental: declared only under SWACACHE_EXPERIMENTAL (see the top of
+ * this file and docs/api.md, "API stability"). */
+#ifdef SWACACHE_EXPERIMENTAL
+
 /** \brief A graph-capturable decode of one cache (\ref sem_graph_decode):
  *  planning from device arrays and every layer's step from that device plan,
  *  on the caller's stream, with no host synchronisation, allocation or
  *  host-device copy, so that a whole decode step can be captured in one CUDA
  *  graph and replayed with new lengths. Created by swa_decode_graph_create().
  *  On the CPU backend the same calls take host pointers and run synchronously.
- *  The safe Rust, Go and Python bindings do not wrap these calls. */
+ *  Declared only when SWACACHE_EXPERIMENTAL is defined before this header is
+ *  included. The safe Rust, Go and Python bindings do not wrap these calls.
+ *  \warning Experimental: may change before 1.0. */
 typedef struct swa_decode_graph swa_decode_graph_t;
 
 /** \brief Why the graph decode refused a sequence (values pinned). */
@@ -1037,6 +1051,8 @@ SWA_API swa_status_t swa_decode_graph_reset_error(swa_decode_graph_t* graph, voi
 SWA_API swa_status_t swa_slot_set_lengths(swa_cache_t* cache, const uint32_t* slots,
                                           const int32_t* written_end, const int32_t* valid_start,
                                           size_t n);
+
+#endif /* SWACACHE_EXPERIMENTAL */
 
 /* ---- Codec -------------------------------------------------------------- */
 

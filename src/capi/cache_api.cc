@@ -6,6 +6,7 @@
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "capi/layout_api.h"
+#include "capi/struct_versions.h"
 #include "common/status_macros.h"
 
 namespace swa::capi {
@@ -42,8 +43,8 @@ SWA_API void swa_cache_destroy(swa_cache_t* cache) { delete cache; }
 SWA_API swa_status_t swa_cache_layout(const swa_cache_t* cache, swa_layout_t* out) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    SWA_CHECK_STRUCT(out, swa_layout_t);
-    swa::capi::FillLayout(cache->impl->layout(), out);
+    SWA_CHECK_STRUCT(out);
+    swa::capi::WriteStruct(swa::capi::LayoutStruct(cache->impl->layout()), out);
     return absl::OkStatus();
   });
 }
@@ -52,23 +53,24 @@ SWA_API swa_status_t swa_cache_layer_layout(const swa_cache_t* cache, uint32_t l
                                             swa_layer_layout_t* out) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    SWA_CHECK_STRUCT(out, swa_layer_layout_t);
+    SWA_CHECK_STRUCT(out);
     SWA_RETURN_IF_ERROR(swa::capi::CheckLayer(*cache->impl, layer));
     const swa::Layout& lay = cache->impl->layout();
     const swa::LayerLayout& l = lay.layer(layer);
-    swa::capi::ResetStruct(out);
-    out->role = static_cast<swa_layer_role_t>(l.role);
-    out->kv_format = static_cast<swa_format_t>(l.format);
-    out->heads_per_token = l.heads_per_token;
-    out->vec_bytes = l.vec_bytes;
-    out->bytes_per_token = l.bytes_per_token;
-    out->ring_len = lay.ring_len();
-    out->ring_offset = l.ring_offset;
-    out->ring_bytes = l.ring_bytes;
-    out->compress_len = l.compress_len;
-    out->compress_entry_bytes = l.compress_entry_bytes;
-    out->compress_offset = l.compress_offset;
-    out->compress_bytes = l.compress_bytes;
+    swa_layer_layout_t v{};
+    v.role = static_cast<swa_layer_role_t>(l.role);
+    v.kv_format = static_cast<swa_format_t>(l.format);
+    v.heads_per_token = l.heads_per_token;
+    v.vec_bytes = l.vec_bytes;
+    v.bytes_per_token = l.bytes_per_token;
+    v.ring_len = lay.ring_len();
+    v.ring_offset = l.ring_offset;
+    v.ring_bytes = l.ring_bytes;
+    v.compress_len = l.compress_len;
+    v.compress_entry_bytes = l.compress_entry_bytes;
+    v.compress_offset = l.compress_offset;
+    v.compress_bytes = l.compress_bytes;
+    swa::capi::WriteStruct(v, out);
     return absl::OkStatus();
   });
 }
@@ -77,21 +79,22 @@ SWA_API swa_status_t swa_cache_layer_view(const swa_cache_t* cache, uint32_t lay
                                           swa_tensor_view_t* out) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    SWA_CHECK_STRUCT(out, swa_tensor_view_t);
+    SWA_CHECK_STRUCT(out);
     SWA_RETURN_IF_ERROR(swa::capi::CheckLayer(*cache->impl, layer));
     swa::Cache& c = *cache->impl;
     const swa::Layout& lay = c.layout();
     const swa::LayerLayout& l = lay.layer(layer);
-    swa::capi::ResetStruct(out);
-    out->data = c.pool() + l.ring_offset;
-    out->backend = static_cast<swa_backend_t>(c.backend().kind());
-    out->device = c.backend().device();
-    out->ndim = 4;
+    swa_tensor_view_t v{};
+    v.data = c.pool() + l.ring_offset;
+    v.backend = static_cast<swa_backend_t>(c.backend().kind());
+    v.device = c.backend().device();
+    v.ndim = 4;
     const int64_t shape[4] = {lay.max_slots(), lay.ring_len(), l.heads_per_token, l.vec_bytes};
     const int64_t strides[4] = {static_cast<int64_t>(lay.slot_bytes()), l.bytes_per_token,
                                 l.vec_bytes, 1};
-    std::memcpy(out->shape, shape, sizeof shape);
-    std::memcpy(out->strides, strides, sizeof strides);
+    std::memcpy(v.shape, shape, sizeof shape);
+    std::memcpy(v.strides, strides, sizeof strides);
+    swa::capi::WriteStruct(v, out);
     return absl::OkStatus();
   });
 }

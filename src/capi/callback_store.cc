@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "capi/struct_versions.h"
 
 namespace swa::capi {
 namespace {
@@ -50,17 +51,8 @@ absl::Status FromCallbackStatus(int code, const char* message) {
   return absl::Status(static_cast<absl::StatusCode>(value), text);
 }
 
-absl::Status CheckTableSize(const swa_kv_store_t& table) {
-  if (table.struct_size != sizeof(swa_kv_store_t))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "swa_kv_store_t.struct_size = %u is not a size this library knows (expected %u = "
-        "sizeof(swa_kv_store_t))",
-        table.struct_size, sizeof(swa_kv_store_t)));
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<CallbackStore>> CallbackStore::Create(const swa_kv_store_t& table) {
-  if (absl::Status s = CheckTableSize(table); !s.ok()) return s;
+  if (absl::Status s = CheckStructSize<swa_kv_store_t>(table.struct_size); !s.ok()) return s;
   if (table.put == nullptr && table.get == nullptr)
     return absl::InvalidArgumentError("swa_kv_store_t has neither put nor get: nothing to use");
   return std::unique_ptr<CallbackStore>(new CallbackStore(table));

@@ -27,8 +27,9 @@ absl::Status FromCallbackStatus(int code, const char* message);
 
 class CallbackStore final : public KvStore {
  public:
-  // INVALID_ARGUMENT for a bad struct_size or a table with neither put nor
-  // get. On success the CallbackStore owns table.user_data; on failure the
+  // INVALID_ARGUMENT for a bad struct_size (capi/struct_versions.h) or a
+  // table with neither put nor get; `table` is read whole (AdoptTable copies
+  // an engine's table over the defaults first). On success the CallbackStore owns table.user_data; on failure the
   // caller still does.
   static absl::StatusOr<std::unique_ptr<CallbackStore>> Create(const swa_kv_store_t& table);
   ~CallbackStore() override;
@@ -45,8 +46,5 @@ class CallbackStore final : public KvStore {
 
   swa_kv_store_t table_;
 };
-
-// Checks the struct_size of an engine's table (before any other field is read).
-absl::Status CheckTableSize(const swa_kv_store_t& table);
 
 }  // namespace swa::capi

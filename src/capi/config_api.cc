@@ -4,41 +4,26 @@
 
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
+#include "capi/enums.h"
 #include "capi/error.h"
+#include "capi/struct_versions.h"
 #include "common/status_macros.h"
 
 namespace swa::capi {
 namespace {
 
-static_assert(SWA_FORMAT_MXFP8 == static_cast<int>(Format::kMxfp8) &&
-              SWA_FORMAT_BF16 == static_cast<int>(Format::kBf16) &&
-              SWA_FORMAT_FP32 == static_cast<int>(Format::kFp32));
-static_assert(SWA_SCALE_CEIL == static_cast<int>(ScaleMode::kCeil) &&
-              SWA_SCALE_FLOOR == static_cast<int>(ScaleMode::kFloor));
-static_assert(SWA_LAYER_STORED == static_cast<int>(Role::kStored) &&
-              SWA_LAYER_DROPPED == static_cast<int>(Role::kDropped));
-static_assert(SWA_ROPE_NONE == static_cast<int>(RopeStyle::kNone) &&
-              SWA_ROPE_NEOX == static_cast<int>(RopeStyle::kNeox) &&
-              SWA_ROPE_GPTJ == static_cast<int>(RopeStyle::kGptj));
 static_assert(SWA_BACKEND_CPU == static_cast<int>(BackendKind::kCpu) &&
               SWA_BACKEND_CUDA == static_cast<int>(BackendKind::kCuda));
-static_assert(SWA_DTYPE_FP32 == static_cast<int>(Dtype::kFp32) &&
-              SWA_DTYPE_BF16 == static_cast<int>(Dtype::kBf16));
-
-// sizeof(swa_layer_desc_t) in 0.1, before the RoPE and soft-cap fields.
-constexpr size_t kLayerDescV1 = offsetof(swa_layer_desc_t, rope_style);
 
 absl::Status ConvertRope(const swa_layer_desc_t& d, uint32_t i, RopeSpec* r) {
-  const int32_t style = RawEnum(d.rope_style);
-  if (style != SWA_ROPE_NONE && style != SWA_ROPE_NEOX && style != SWA_ROPE_GPTJ)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "layers[%u].rope_style = %d is not a swa_rope_style_t value", i, style));
+  SWA_ASSIGN_OR_RETURN(r->style,
+                       ConvertRopeStyle(d.rope_style, absl::StrFormat("layers[%u].rope_style", i)));
   if (d.rope_yarn_truncate > 1 || d.rope_derotate_output > 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "layers[%u]: rope_yarn_truncate = %u and rope_derotate_output = %u must be 0 or 1", i,
         d.rope_yarn_truncate, d.rope_derotate_output));
-  r->style = static_cast<RopeStyle>(style);
   r->first_dim = d.rope_first_dim;
   r->dims = d.rope_dims;
   r->theta = d.rope_theta;
@@ -53,23 +38,17 @@ absl::Status ConvertRope(const swa_layer_desc_t& d, uint32_t i, RopeSpec* r) {
 }
 
 absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out) {
-  const int32_t role = RawEnum(d.role), format = RawEnum(d.kv_format);
-  if (role != SWA_LAYER_STORED && role != SWA_LAYER_DROPPED)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "layers[%u].role = %d is not a swa_layer_role_t value", i, role));
-  if (format != SWA_FORMAT_MXFP8 && format != SWA_FORMAT_BF16 && format != SWA_FORMAT_FP32)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "layers[%u].kv_format = %d is not a swa_format_t value", i, format));
+  SWA_ASSIGN_OR_RETURN(out->role, ConvertRole(d.role, absl::StrFormat("layers[%u].role", i)));
+  SWA_ASSIGN_OR_RETURN(out->format,
+                       ConvertFormat(d.kv_format, absl::StrFormat("layers[%u].kv_format", i)));
   if (d.shared_kv > 1 || d.has_sinks > 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "layers[%u]: shared_kv = %u and has_sinks = %u must be 0 or 1", i, d.shared_kv,
         d.has_sinks));
-  out->role = static_cast<Role>(role);
   out->q_heads = d.q_heads;
   out->kv_heads = d.kv_heads;
   out->head_dim = d.head_dim;
   out->shared_kv = d.shared_kv != 0;
-  out->format = static_cast<Format>(format);
   out->compress_ratio = d.compress_ratio;
   out->compress_entry_bytes = d.compress_entry_bytes;
   out->has_sinks = d.has_sinks != 0;
@@ -81,8 +60,7 @@ absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out)
 }  // namespace
 
 absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOptions* options) {
-  SWA_CHECK_STRUCT(config, swa_config_t);
-  const swa_config_t& c = *config;
+  SWA_ASSIGN_OR_RETURN(const swa_config_t c, ReadStruct(config, "config"));
   if (c.num_layers == 0)
     return absl::InvalidArgumentError("num_layers = 0: a cache needs at least one layer");
   if (c.num_layers > kMaxLayers)
@@ -91,41 +69,24 @@ absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOpt
   if (c.layers == nullptr)
     return absl::InvalidArgumentError(
         absl::StrFormat("layers is NULL but num_layers = %u", c.num_layers));
-  const int32_t scale_mode = RawEnum(c.scale_mode), backend = RawEnum(c.backend);
-  if (scale_mode != SWA_SCALE_CEIL && scale_mode != SWA_SCALE_FLOOR)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("scale_mode = %d is not a swa_scale_mode_t value", scale_mode));
-  if (backend != SWA_BACKEND_AUTO && backend != SWA_BACKEND_CPU && backend != SWA_BACKEND_CUDA)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("backend = %d is not a swa_backend_t value", backend));
+  SWA_ASSIGN_OR_RETURN(spec->scale_mode, ConvertScaleMode(c.scale_mode, "scale_mode"));
+  SWA_ASSIGN_OR_RETURN(const swa_backend_t backend, CheckBackend(c.backend, "backend"));
   if (c.device < 0)
     return absl::InvalidArgumentError(absl::StrFormat("device = %d is negative", c.device));
   if ((c.pool == nullptr) != (c.pool_bytes == 0))
     return absl::InvalidArgumentError(absl::StrFormat(
         "pool = %p with pool_bytes = %u: give both or neither", c.pool, c.pool_bytes));
 
-  // The array stride is the caller's sizeof(swa_layer_desc_t), read from layers[0].
-  const size_t stride = c.layers[0].struct_size;
-  SWA_RETURN_IF_ERROR(CheckStructSize2(stride, kLayerDescV1, sizeof(swa_layer_desc_t),
-                                       "swa_layer_desc_t"));
-  const auto* base = reinterpret_cast<const unsigned char*>(c.layers);
+  SWA_ASSIGN_OR_RETURN(const std::vector<swa_layer_desc_t> layers,
+                       ReadStructArray(c.layers, c.num_layers, "layers"));
   spec->layers.resize(c.num_layers);
-  for (uint32_t i = 0; i < c.num_layers; ++i) {
-    swa_layer_desc_t d;
-    swa_layer_desc_init(&d);  // fields the caller's (older) struct lacks keep their defaults
-    std::memcpy(&d, base + i * stride, stride);
-    if (d.struct_size != stride)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "layers[%u].struct_size = %u differs from layers[0].struct_size = %u", i, d.struct_size,
-          stride));
-    SWA_RETURN_IF_ERROR(ConvertLayer(d, i, &spec->layers[i]));
-  }
+  for (uint32_t i = 0; i < c.num_layers; ++i)
+    SWA_RETURN_IF_ERROR(ConvertLayer(layers[i], i, &spec->layers[i]));
   spec->window = c.window;
   spec->draft_tokens = c.draft_tokens;
   spec->ring_len = c.ring_len;
   spec->alignment = c.alignment;
   spec->max_slots = c.max_slots;
-  spec->scale_mode = static_cast<ScaleMode>(scale_mode);
 
   // AUTO picks CUDA only in a CUDA build on a machine with a device.
   options->backend = backend == SWA_BACKEND_CUDA ? BackendKind::kCuda : BackendKind::kCpu;
@@ -143,9 +104,8 @@ extern "C" {
 
 SWA_API void swa_layer_desc_init(swa_layer_desc_t* desc) {
   if (desc == nullptr) return;
-  std::memset(desc, 0, sizeof *desc);
+  swa::capi::InitStruct(desc);
   const swa::LayerSpec d;
-  desc->struct_size = sizeof *desc;
   desc->role = SWA_LAYER_STORED;
   desc->q_heads = d.q_heads;
   desc->kv_heads = d.kv_heads;
@@ -171,9 +131,8 @@ SWA_API void swa_layer_desc_init(swa_layer_desc_t* desc) {
 
 SWA_API void swa_config_init(swa_config_t* config) {
   if (config == nullptr) return;
-  std::memset(config, 0, sizeof *config);
+  swa::capi::InitStruct(config);
   const swa::ModelSpec d;
-  config->struct_size = sizeof *config;
   config->window = d.window;
   config->draft_tokens = d.draft_tokens;
   config->ring_len = 0;

@@ -92,11 +92,8 @@ SWA_API swa_status_t swa_decode_graph_step(swa_decode_graph_t* graph,
                                            const swa_step_args_t* args) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckGraph(graph));
-    SWA_CHECK_NOT_NULL(args);
-    SWA_RETURN_IF_ERROR(swa::capi::CheckStructSize2(args->struct_size, swa::capi::kStepArgsV1,
-                                                    sizeof(swa_step_args_t), "swa_step_args_t"));
     swa::StepTensors tensors;
-    SWA_RETURN_IF_ERROR(swa::capi::ConvertStepArgs(*args, &tensors));
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertStepArgs(args, &tensors));
     return graph->impl->Step(tensors);
   });
 }

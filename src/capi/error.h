@@ -1,5 +1,6 @@
 // The C boundary: absl::Status -> swa_status_t + the thread-local message,
-// and exceptions stopped before they can cross into C.
+// and exceptions stopped before they can cross into C. Struct sizes:
+// capi/struct_versions.h; enum arguments: capi/enums.h.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +34,7 @@ swa_status_t Guard(Fn&& fn) noexcept {
 }
 
 // The integer behind a C enum argument, read from its bytes: a value outside
-// the enumeration must be checked before the argument is used as the enum.
+// the enumeration must be checked (capi/enums.h) before it is used as the enum.
 template <typename E>
 int32_t RawEnum(const E& value) {
   static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized on supported ABIs");
@@ -42,45 +43,13 @@ int32_t RawEnum(const E& value) {
   return raw;
 }
 
-// Zeroes *s and sets its struct_size to this library's: the start of every
-// *_init function and of every call that fills a caller's struct.
-template <typename T>
-void ResetStruct(T* s) {
-  std::memset(s, 0, sizeof *s);
-  s->struct_size = sizeof *s;
-}
-
 inline absl::Status NullArg(const char* name) {
   return absl::InvalidArgumentError(absl::StrFormat("%s is NULL", name));
-}
-
-// A caller's struct_size must be one this library knows. There is only one
-// version of every struct so far; older sizes join the list when fields are
-// appended.
-inline absl::Status CheckStructSize(size_t got, size_t expected, const char* type) {
-  if (got != expected)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s.struct_size = %u is not a size this library knows (expected %u = sizeof(%s))", type,
-        got, expected, type));
-  return absl::OkStatus();
-}
-
-// A struct that gained fields: its size in 0.1 (up to `first_new_field`) is
-// accepted too, and the caller's bytes are read over this library's defaults.
-inline absl::Status CheckStructSize2(size_t got, size_t v1, size_t current, const char* type) {
-  if (got == v1) return absl::OkStatus();
-  return CheckStructSize(got, current, type);
 }
 
 #define SWA_CHECK_NOT_NULL(ptr) \
   do {                          \
     if ((ptr) == nullptr) return ::swa::capi::NullArg(#ptr); \
-  } while (0)
-
-#define SWA_CHECK_STRUCT(ptr, type)                                                 \
-  do {                                                                              \
-    SWA_CHECK_NOT_NULL(ptr);                                                        \
-    SWA_RETURN_IF_ERROR(::swa::capi::CheckStructSize((ptr)->struct_size, sizeof(type), #type)); \
   } while (0)
 
 }  // namespace swa::capi

@@ -6,7 +6,7 @@
 
 namespace swa::capi {
 
-// Writes every field; keeps the caller's struct_size (already checked).
-void FillLayout(const Layout& layout, swa_layout_t* out);
+// Every field of the layout (struct_size 0: capi::WriteStruct sets the caller's).
+swa_layout_t LayoutStruct(const Layout& layout);
 
 }  // namespace swa::capi

@@ -2,8 +2,10 @@
 #include <cstring>
 #include <memory>
 
+#include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/handles.h"
+#include "capi/struct_versions.h"
 #include "common/status_macros.h"
 
 namespace swa::capi {
@@ -47,17 +49,15 @@ absl::Status CheckPath(const StepPlan& p, Path want, const char* what) {
 
 absl::Status ConvertOptions(const swa_plan_options_t* in, plan::PlanOptions* out) {
   if (in == nullptr) return absl::OkStatus();
-  SWA_RETURN_IF_ERROR(CheckStructSize(in->struct_size, sizeof(swa_plan_options_t),
-                                      "swa_plan_options_t"));
-  const int32_t pad = RawEnum(in->index_pad);
-  if (pad != SWA_INDEX_PAD_NEG1 && pad != SWA_INDEX_PAD_LAST_ROW)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.index_pad = %d is not a swa_index_pad_t value", pad));
-  if (in->materialize_index > 1)
+  SWA_ASSIGN_OR_RETURN(const swa_plan_options_t o, ReadStruct(in, "options"));
+  SWA_ASSIGN_OR_RETURN(const int32_t pad,
+                       CheckEnum(o.index_pad, {SWA_INDEX_PAD_NEG1, SWA_INDEX_PAD_LAST_ROW},
+                                 "swa_index_pad_t", "options.index_pad"));
+  if (o.materialize_index > 1)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "options.materialize_index = %u must be 0 or 1", in->materialize_index));
+        "options.materialize_index = %u must be 0 or 1", o.materialize_index));
   out->index_pad = static_cast<plan::IndexPad>(pad);
-  out->materialize_index = in->materialize_index == 1;
+  out->materialize_index = o.materialize_index == 1;
   return absl::OkStatus();
 }
 
@@ -84,7 +84,7 @@ extern "C" {
 
 SWA_API void swa_plan_options_init(swa_plan_options_t* options) {
   if (options == nullptr) return;
-  swa::capi::ResetStruct(options);
+  swa::capi::InitStruct(options);
   options->index_pad = SWA_INDEX_PAD_NEG1;
   options->materialize_index = 1;
 }
@@ -131,27 +131,29 @@ SWA_API swa_status_t swa_plan_cancel(swa_plan_t* plan) {
 SWA_API swa_status_t swa_plan_info(const swa_plan_t* plan, swa_plan_info_t* out) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckPlan(plan));
-    SWA_CHECK_STRUCT(out, swa_plan_info_t);
+    SWA_CHECK_STRUCT(out);
     const swa::plan::StepPlan& p = *plan->impl;
-    swa::capi::ResetStruct(out);
-    out->path = static_cast<swa_plan_path_t>(p.path());
-    out->window = static_cast<uint32_t>(p.window());
-    out->ring_len = static_cast<uint32_t>(p.ring_len());
-    if (!p.built()) return absl::OkStatus();
-    out->n_seqs = p.n_seqs();
-    out->n_tokens = p.n_tokens();
-    out->executed = p.executed() ? 1 : 0;
-    out->max_seqlen_q = p.max_seqlen_q();
-    out->max_seqlen_k = p.max_seqlen_k();
-    out->n_load_segments = static_cast<uint32_t>(p.load_segments().size());
-    out->n_store_segments = static_cast<uint32_t>(p.store_segments().size());
-    if (p.path() == Path::kStaged) {
-      out->history_rows = p.history_rows();
-      out->staging_rows = p.history_rows() + p.n_tokens();
-      out->pivot_elems = 4 * uint64_t(p.n_tokens());
-    } else {
-      out->decode_index_elems = uint64_t(p.n_tokens()) * uint64_t(p.window());
+    swa_plan_info_t v{};
+    v.path = static_cast<swa_plan_path_t>(p.path());
+    v.window = static_cast<uint32_t>(p.window());
+    v.ring_len = static_cast<uint32_t>(p.ring_len());
+    if (p.built()) {
+      v.n_seqs = p.n_seqs();
+      v.n_tokens = p.n_tokens();
+      v.executed = p.executed() ? 1 : 0;
+      v.max_seqlen_q = p.max_seqlen_q();
+      v.max_seqlen_k = p.max_seqlen_k();
+      v.n_load_segments = static_cast<uint32_t>(p.load_segments().size());
+      v.n_store_segments = static_cast<uint32_t>(p.store_segments().size());
+      if (p.path() == Path::kStaged) {
+        v.history_rows = p.history_rows();
+        v.staging_rows = p.history_rows() + p.n_tokens();
+        v.pivot_elems = 4 * uint64_t(p.n_tokens());
+      } else {
+        v.decode_index_elems = uint64_t(p.n_tokens()) * uint64_t(p.window());
+      }
     }
+    swa::capi::WriteStruct(v, out);
     return absl::OkStatus();
   });
 }

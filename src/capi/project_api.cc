@@ -4,6 +4,7 @@
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/handles.h"
+#include "capi/struct_versions.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 
@@ -14,10 +15,9 @@ namespace {
 // Arguments -> ProjectWork, every value checked.
 absl::Status ToWork(const swa_project_args_t& a, swa::ProjectWork* w) {
   SWA_ASSIGN_OR_RETURN(w->out_dtype, swa::capi::ConvertDtype(a.out_dtype, "out_dtype"));
-  const int32_t layout = swa::capi::RawEnum(a.weight_layout);
-  if (layout != SWA_WEIGHT_OUT_IN && layout != SWA_WEIGHT_IN_OUT)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("weight_layout = %d is not a swa_weight_layout_t value", layout));
+  SWA_ASSIGN_OR_RETURN(const int32_t layout,
+                       swa::capi::CheckEnum(a.weight_layout, {SWA_WEIGHT_OUT_IN, SWA_WEIGHT_IN_OUT},
+                                            "swa_weight_layout_t", "weight_layout"));
   if (a.n_tokens < 0)
     return absl::InvalidArgumentError(absl::StrFormat("n_tokens = %d is negative", a.n_tokens));
   if (a.hidden_dim == 0) return absl::InvalidArgumentError("hidden_dim = 0");
@@ -54,7 +54,7 @@ extern "C" {
 
 SWA_API void swa_project_args_init(swa_project_args_t* args) {
   if (args == nullptr) return;
-  swa::capi::ResetStruct(args);
+  swa::capi::InitStruct(args);
   args->weight_layout = SWA_WEIGHT_OUT_IN;
   args->out_dtype = SWA_DTYPE_FP32;
 }
@@ -62,9 +62,9 @@ SWA_API void swa_project_args_init(swa_project_args_t* args) {
 SWA_API swa_status_t swa_project(swa_cache_t* cache, const swa_project_args_t* args) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    SWA_CHECK_STRUCT(args, swa_project_args_t);
+    SWA_ASSIGN_OR_RETURN(const swa_project_args_t a, swa::capi::ReadStruct(args, "args"));
     swa::ProjectWork w;
-    SWA_RETURN_IF_ERROR(ToWork(*args, &w));
+    SWA_RETURN_IF_ERROR(ToWork(a, &w));
     if (w.tokens == 0) return absl::OkStatus();
     return cache->impl->backend().Project(w);
   });

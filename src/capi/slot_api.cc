@@ -3,6 +3,7 @@
 
 #include "capi/error.h"
 #include "capi/handles.h"
+#include "capi/struct_versions.h"
 #include "common/status_macros.h"
 
 using swa::capi::Guard;
@@ -42,14 +43,15 @@ SWA_API swa_status_t swa_slot_copy(swa_cache_t* cache, uint32_t src, uint32_t ds
 SWA_API swa_status_t swa_slot_info(const swa_cache_t* cache, uint32_t slot, swa_slot_info_t* out) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    SWA_CHECK_STRUCT(out, swa_slot_info_t);
+    SWA_CHECK_STRUCT(out);
     SWA_ASSIGN_OR_RETURN(swa::SlotState s, cache->impl->slots().Get(slot));
-    swa::capi::ResetStruct(out);
-    out->slot = slot;
-    out->allocated = s.allocated ? 1 : 0;
-    out->written_end = s.written_end;
-    out->valid_start = s.valid_start;
-    out->byte_offset = cache->impl->layout().SlotOffset(slot);
+    swa_slot_info_t v{};
+    v.slot = slot;
+    v.allocated = s.allocated ? 1 : 0;
+    v.written_end = s.written_end;
+    v.valid_start = s.valid_start;
+    v.byte_offset = cache->impl->layout().SlotOffset(slot);
+    swa::capi::WriteStruct(v, out);
     return absl::OkStatus();
   });
 }

@@ -7,6 +7,7 @@
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "capi/step_args.h"
+#include "capi/struct_versions.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "step/run_step.h"
@@ -47,7 +48,8 @@ absl::Status ConvertMerge(const swa_merge_args_t& a, MergeWork* w) {
 }  // namespace
 
 // The one conversion of the caller's arguments; backends read the result.
-absl::Status ConvertStepArgs(const swa_step_args_t& a, StepTensors* t) {
+absl::Status ConvertStepArgs(const swa_step_args_t* args, StepTensors* t) {
+  SWA_ASSIGN_OR_RETURN(const swa_step_args_t a, ReadStruct(args, "args"));
   SWA_ASSIGN_OR_RETURN(t->q_dtype, ConvertDtype(a.q_dtype, "q_dtype"));
   SWA_ASSIGN_OR_RETURN(t->kv_dtype, ConvertDtype(a.kv_dtype, "kv_dtype"));
   SWA_ASSIGN_OR_RETURN(t->out_dtype, ConvertDtype(a.out_dtype, "out_dtype"));
@@ -59,7 +61,7 @@ absl::Status ConvertStepArgs(const swa_step_args_t& a, StepTensors* t) {
   t->sinks = a.sinks;
   t->softmax_scale = a.softmax_scale;
   t->stream = a.stream;
-  t->lse = a.struct_size > kStepArgsV1 ? a.lse : nullptr;  // a 0.1 struct ends before it
+  t->lse = a.lse;  // NULL (the default) when the caller's struct predates it
   return absl::OkStatus();
 }
 
@@ -69,7 +71,7 @@ extern "C" {
 
 SWA_API void swa_step_args_init(swa_step_args_t* args) {
   if (args == nullptr) return;
-  swa::capi::ResetStruct(args);
+  swa::capi::InitStruct(args);
   args->q_dtype = SWA_DTYPE_FP32;
   args->kv_dtype = SWA_DTYPE_FP32;
   args->out_dtype = SWA_DTYPE_FP32;
@@ -79,11 +81,8 @@ SWA_API swa_status_t swa_step(swa_cache_t* cache, swa_plan_t* plan, const swa_st
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_RETURN_IF_ERROR(swa::capi::CheckPlan(plan));
-    SWA_CHECK_NOT_NULL(args);
-    SWA_RETURN_IF_ERROR(swa::capi::CheckStructSize2(args->struct_size, swa::capi::kStepArgsV1,
-                                                    sizeof(swa_step_args_t), "swa_step_args_t"));
     swa::StepTensors tensors;
-    SWA_RETURN_IF_ERROR(swa::capi::ConvertStepArgs(*args, &tensors));
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertStepArgs(args, &tensors));
     if (plan->cache != cache->impl.get())
       return absl::FailedPreconditionError("plan belongs to another cache");
     return swa::RunStep(*cache->impl, *plan->impl, &plan->prepared, tensors);
@@ -93,34 +92,35 @@ SWA_API swa_status_t swa_step(swa_cache_t* cache, swa_plan_t* plan, const swa_st
 SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t* out) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    SWA_CHECK_STRUCT(out, swa_cache_stats_t);
+    SWA_CHECK_STRUCT(out);
     swa::Cache& c = *cache->impl;
     // Counts the backend holds on the device (CUDA graph decode) join now.
     SWA_ASSIGN_OR_RETURN(const uint64_t device_blocks, c.backend().TakeDeviceNonfiniteBlocks());
     c.counters().nonfinite_blocks.fetch_add(device_blocks, std::memory_order_relaxed);
-    swa::capi::ResetStruct(out);
-    out->steps = c.counters().steps.load();
-    out->tokens = c.counters().tokens.load();
-    out->nonfinite_blocks = c.counters().nonfinite_blocks.load();
-    out->slots_in_use = c.slots().num_allocated();
-    out->max_slots = c.layout().max_slots();
-    out->pool_bytes = c.layout().pool_bytes();
+    swa_cache_stats_t v{};
+    v.steps = c.counters().steps.load();
+    v.tokens = c.counters().tokens.load();
+    v.nonfinite_blocks = c.counters().nonfinite_blocks.load();
+    v.slots_in_use = c.slots().num_allocated();
+    v.max_slots = c.layout().max_slots();
+    v.pool_bytes = c.layout().pool_bytes();
+    swa::capi::WriteStruct(v, out);
     return absl::OkStatus();
   });
 }
 
 SWA_API void swa_merge_args_init(swa_merge_args_t* args) {
   if (args == nullptr) return;
-  swa::capi::ResetStruct(args);
+  swa::capi::InitStruct(args);
   args->dtype = SWA_DTYPE_FP32;
 }
 
 SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args) {
   return Guard([&]() -> absl::Status {
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
-    SWA_CHECK_STRUCT(args, swa_merge_args_t);
+    SWA_ASSIGN_OR_RETURN(const swa_merge_args_t a, swa::capi::ReadStruct(args, "args"));
     swa::MergeWork w;
-    SWA_RETURN_IF_ERROR(swa::capi::ConvertMerge(*args, &w));
+    SWA_RETURN_IF_ERROR(swa::capi::ConvertMerge(a, &w));
     if (w.rows == 0) return absl::OkStatus();
     return cache->impl->backend().Merge(w);
   });

@@ -7,6 +7,7 @@
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "capi/store_table.h"
+#include "capi/struct_versions.h"
 #include "common/status_macros.h"
 #include "store/blob_store.h"
 #include "cache/slot_io.h"
@@ -31,7 +32,7 @@ extern "C" {
 
 SWA_API void swa_kv_store_init(swa_kv_store_t* store) {
   if (store == nullptr) return;
-  swa::capi::ResetStruct(store);
+  swa::capi::InitStruct(store);
 }
 
 SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_t* store) {
@@ -41,7 +42,8 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
       cache->impl->SetStore(nullptr);
       return absl::OkStatus();
     }
-    SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::KvStore> kv, swa::capi::AdoptTable(*store));
+    SWA_ASSIGN_OR_RETURN(const swa_kv_store_t table, swa::capi::ReadStruct(store, "store"));
+    SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::KvStore> kv, swa::capi::AdoptTable(table));
     cache->impl->SetStore(std::make_shared<swa::BlobStore>(std::move(kv),
                                                            cache->impl->layout().fingerprint()));
     return absl::OkStatus();

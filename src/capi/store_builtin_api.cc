@@ -7,6 +7,7 @@
 
 #include "capi/error.h"
 #include "capi/store_table.h"
+#include "capi/struct_versions.h"
 #include "common/status_macros.h"
 #include "store/directory_store.h"
 #include "store/memory_store.h"
@@ -15,6 +16,8 @@
 #endif
 
 using swa::capi::Guard;
+using swa::capi::ReadStruct;
+using swa::capi::WriteStruct;
 
 extern "C" {
 
@@ -22,18 +25,18 @@ extern "C" {
 
 SWA_API void swa_store_memory_config_init(swa_store_memory_config_t* config) {
   if (config == nullptr) return;
-  swa::capi::ResetStruct(config);
+  swa::capi::InitStruct(config);
   config->budget_bytes = uint64_t{1} << 30;
 }
 
 SWA_API swa_status_t swa_store_memory_create(const swa_store_memory_config_t* config,
                                              swa_kv_store_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(config, swa_store_memory_config_t);
-    SWA_CHECK_STRUCT(out, swa_kv_store_t);
-    if (config->budget_bytes == 0)
+    SWA_ASSIGN_OR_RETURN(const swa_store_memory_config_t c, ReadStruct(config, "config"));
+    SWA_CHECK_STRUCT(out);
+    if (c.budget_bytes == 0)
       return absl::InvalidArgumentError("budget_bytes = 0: the memory store could hold nothing");
-    *out = swa::capi::MakeStoreTable(std::make_unique<swa::MemoryStore>(config->budget_bytes));
+    WriteStruct(swa::capi::MakeStoreTable(std::make_unique<swa::MemoryStore>(c.budget_bytes)), out);
     return absl::OkStatus();
   });
 }
@@ -41,23 +44,24 @@ SWA_API swa_status_t swa_store_memory_create(const swa_store_memory_config_t* co
 SWA_API swa_status_t swa_store_memory_stats(const swa_kv_store_t* store,
                                             swa_store_memory_stats_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(store, swa_kv_store_t);
-    SWA_CHECK_STRUCT(out, swa_store_memory_stats_t);
-    auto* memory = dynamic_cast<swa::MemoryStore*>(swa::capi::StoreFromTable(*store));
+    SWA_ASSIGN_OR_RETURN(const swa_kv_store_t table, ReadStruct(store, "store"));
+    SWA_CHECK_STRUCT(out);
+    auto* memory = dynamic_cast<swa::MemoryStore*>(swa::capi::StoreFromTable(table));
     if (memory == nullptr)
       return absl::InvalidArgumentError(
           "store is not a table made by swa_store_memory_create()");
     const swa::MemoryStoreStats s = memory->Stats();
-    swa::capi::ResetStruct(out);
-    out->budget_bytes = s.budget_bytes;
-    out->bytes = s.bytes;
-    out->entries = s.entries;
-    out->puts = s.puts;
-    out->rejected_puts = s.rejected_puts;
-    out->hits = s.hits;
-    out->misses = s.misses;
-    out->evictions = s.evictions;
-    out->evicted_bytes = s.evicted_bytes;
+    swa_store_memory_stats_t v{};
+    v.budget_bytes = s.budget_bytes;
+    v.bytes = s.bytes;
+    v.entries = s.entries;
+    v.puts = s.puts;
+    v.rejected_puts = s.rejected_puts;
+    v.hits = s.hits;
+    v.misses = s.misses;
+    v.evictions = s.evictions;
+    v.evicted_bytes = s.evicted_bytes;
+    WriteStruct(v, out);
     return absl::OkStatus();
   });
 }
@@ -66,7 +70,7 @@ SWA_API swa_status_t swa_store_memory_stats(const swa_kv_store_t* store,
 
 SWA_API void swa_store_directory_config_init(swa_store_directory_config_t* config) {
   if (config == nullptr) return;
-  swa::capi::ResetStruct(config);
+  swa::capi::InitStruct(config);
   config->create = 1;
   config->sync = 1;
 }
@@ -74,19 +78,19 @@ SWA_API void swa_store_directory_config_init(swa_store_directory_config_t* confi
 SWA_API swa_status_t swa_store_directory_create(const swa_store_directory_config_t* config,
                                                 swa_kv_store_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(config, swa_store_directory_config_t);
-    SWA_CHECK_STRUCT(out, swa_kv_store_t);
-    if (config->path == nullptr) return swa::capi::NullArg("config->path");
-    if (config->create > 1 || config->sync > 1)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "create = %u, sync = %u: each must be 0 or 1", config->create, config->sync));
+    SWA_ASSIGN_OR_RETURN(const swa_store_directory_config_t c, ReadStruct(config, "config"));
+    SWA_CHECK_STRUCT(out);
+    if (c.path == nullptr) return swa::capi::NullArg("config->path");
+    if (c.create > 1 || c.sync > 1)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("create = %u, sync = %u: each must be 0 or 1", c.create, c.sync));
     swa::DirectoryStoreOptions options;
-    options.path = config->path;
-    options.create = config->create != 0;
-    options.sync = config->sync != 0;
+    options.path = c.path;
+    options.create = c.create != 0;
+    options.sync = c.sync != 0;
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::DirectoryStore> store,
                          swa::DirectoryStore::Open(options));
-    *out = swa::capi::MakeStoreTable(std::move(store));
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
     return absl::OkStatus();
   });
 }
@@ -95,7 +99,7 @@ SWA_API swa_status_t swa_store_directory_create(const swa_store_directory_config
 
 SWA_API void swa_store_redis_config_init(swa_store_redis_config_t* config) {
   if (config == nullptr) return;
-  swa::capi::ResetStruct(config);
+  swa::capi::InitStruct(config);
   config->host = "127.0.0.1";
   config->port = 6379;
   config->timeout_ms = 5000;
@@ -105,20 +109,20 @@ SWA_API void swa_store_redis_config_init(swa_store_redis_config_t* config) {
 SWA_API swa_status_t swa_store_redis_create(const swa_store_redis_config_t* config,
                                             swa_kv_store_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(config, swa_store_redis_config_t);
-    SWA_CHECK_STRUCT(out, swa_kv_store_t);
-    if (config->host == nullptr) return swa::capi::NullArg("config->host");
+    SWA_ASSIGN_OR_RETURN(const swa_store_redis_config_t c, ReadStruct(config, "config"));
+    SWA_CHECK_STRUCT(out);
+    if (c.host == nullptr) return swa::capi::NullArg("config->host");
 #if defined(SWACACHE_HAVE_REDIS)
     swa::RedisStoreOptions options;
-    options.host = config->host;
-    options.port = config->port;
-    options.db = config->db;
-    if (config->password != nullptr) options.password = config->password;
-    options.ttl_seconds = config->ttl_seconds;
-    options.timeout_ms = config->timeout_ms;
-    options.max_connections = config->max_connections;
+    options.host = c.host;
+    options.port = c.port;
+    options.db = c.db;
+    if (c.password != nullptr) options.password = c.password;
+    options.ttl_seconds = c.ttl_seconds;
+    options.timeout_ms = c.timeout_ms;
+    options.max_connections = c.max_connections;
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::RedisStore> store, swa::RedisStore::Connect(options));
-    *out = swa::capi::MakeStoreTable(std::move(store));
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
     return absl::OkStatus();
 #else
     return absl::UnimplementedError(

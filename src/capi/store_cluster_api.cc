@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "capi/callback_store.h"
 #include "capi/error.h"
 #include "capi/store_table.h"
+#include "capi/struct_versions.h"
 #include "common/status_macros.h"
 #include "store/tiered_store.h"
 #if defined(SWACACHE_HAVE_REDIS)
@@ -18,28 +18,31 @@
 #endif
 
 using swa::capi::Guard;
+using swa::capi::ReadStruct;
+using swa::capi::WriteStruct;
 
 namespace {
 
 constexpr size_t kMaxTiers = 16;
 
-// Every table must be adoptable before any is adopted: on failure the caller
-// keeps ownership of all of them.
-absl::Status CheckTiers(const swa_kv_store_t* tiers, size_t n) {
+// The caller's tier tables (an array whose stride is tiers[0].struct_size),
+// every one adoptable before any is adopted: on failure the caller keeps
+// ownership of all of them.
+absl::StatusOr<std::vector<swa_kv_store_t>> ReadTiers(const swa_kv_store_t* base, size_t n) {
   if (n == 0 || n > kMaxTiers)
     return absl::InvalidArgumentError(
         absl::StrFormat("n_tiers = %u is not in 1 ... %u", n, kMaxTiers));
+  SWA_ASSIGN_OR_RETURN(std::vector<swa_kv_store_t> tiers,
+                       swa::capi::ReadStructArray(base, n, "tiers"));
   absl::flat_hash_set<void*> seen;
   for (size_t i = 0; i < n; ++i) {
-    if (absl::Status s = swa::capi::CheckTableSize(tiers[i]); !s.ok())
-      return absl::InvalidArgumentError(absl::StrFormat("tier %u: %s", i, s.message()));
     if (tiers[i].put == nullptr && tiers[i].get == nullptr)
       return absl::InvalidArgumentError(absl::StrFormat("tier %u has neither put nor get", i));
     if (tiers[i].user_data != nullptr && !seen.insert(tiers[i].user_data).second)
       return absl::InvalidArgumentError(absl::StrFormat(
           "tier %u has the user_data of an earlier tier (each would be released twice)", i));
   }
-  return absl::OkStatus();
+  return tiers;
 }
 
 }  // namespace
@@ -50,8 +53,7 @@ extern "C" {
 
 SWA_API void swa_store_redis_cluster_config_init(swa_store_redis_cluster_config_t* config) {
   if (config == nullptr) return;
-  std::memset(config, 0, sizeof *config);
-  config->struct_size = sizeof *config;
+  swa::capi::InitStruct(config);
   config->nodes = "127.0.0.1:7000";
   config->timeout_ms = 5000;
   config->connections_per_node = 4;
@@ -61,24 +63,24 @@ SWA_API void swa_store_redis_cluster_config_init(swa_store_redis_cluster_config_
 SWA_API swa_status_t swa_store_redis_cluster_create(const swa_store_redis_cluster_config_t* config,
                                                     swa_kv_store_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(config, swa_store_redis_cluster_config_t);
-    SWA_CHECK_STRUCT(out, swa_kv_store_t);
-    if (config->nodes == nullptr) return swa::capi::NullArg("config->nodes");
-    if (config->read_from_replicas > 1)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "read_from_replicas = %u: must be 0 or 1", config->read_from_replicas));
+    SWA_ASSIGN_OR_RETURN(const swa_store_redis_cluster_config_t c, ReadStruct(config, "config"));
+    SWA_CHECK_STRUCT(out);
+    if (c.nodes == nullptr) return swa::capi::NullArg("config->nodes");
+    if (c.read_from_replicas > 1)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("read_from_replicas = %u: must be 0 or 1", c.read_from_replicas));
 #if defined(SWACACHE_HAVE_REDIS)
     swa::RedisClusterOptions options;
-    SWA_ASSIGN_OR_RETURN(options.seeds, swa::ParseClusterNodes(config->nodes));
-    if (config->password != nullptr) options.password = config->password;
-    options.ttl_seconds = config->ttl_seconds;
-    options.timeout_ms = config->timeout_ms;
-    options.connections_per_node = config->connections_per_node;
-    options.read_from_replicas = config->read_from_replicas != 0;
-    options.max_attempts = config->max_attempts;
+    SWA_ASSIGN_OR_RETURN(options.seeds, swa::ParseClusterNodes(c.nodes));
+    if (c.password != nullptr) options.password = c.password;
+    options.ttl_seconds = c.ttl_seconds;
+    options.timeout_ms = c.timeout_ms;
+    options.connections_per_node = c.connections_per_node;
+    options.read_from_replicas = c.read_from_replicas != 0;
+    options.max_attempts = c.max_attempts;
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::RedisClusterStore> store,
                          swa::RedisClusterStore::Connect(options));
-    *out = swa::capi::MakeStoreTable(std::move(store));
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
     return absl::OkStatus();
 #else
     return absl::UnimplementedError(
@@ -92,27 +94,26 @@ SWA_API swa_status_t swa_store_redis_cluster_create(const swa_store_redis_cluste
 
 SWA_API void swa_store_tiered_config_init(swa_store_tiered_config_t* config) {
   if (config == nullptr) return;
-  std::memset(config, 0, sizeof *config);
-  config->struct_size = sizeof *config;
+  swa::capi::InitStruct(config);
 }
 
 SWA_API swa_status_t swa_store_tiered_create(const swa_store_tiered_config_t* config,
                                              swa_kv_store_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(config, swa_store_tiered_config_t);
-    SWA_CHECK_STRUCT(out, swa_kv_store_t);
-    if (config->tiers == nullptr) return swa::capi::NullArg("config->tiers");
-    SWA_RETURN_IF_ERROR(CheckTiers(config->tiers, config->n_tiers));
+    SWA_ASSIGN_OR_RETURN(const swa_store_tiered_config_t c, ReadStruct(config, "config"));
+    SWA_CHECK_STRUCT(out);
+    if (c.tiers == nullptr) return swa::capi::NullArg("config->tiers");
+    SWA_ASSIGN_OR_RETURN(const std::vector<swa_kv_store_t> tables, ReadTiers(c.tiers, c.n_tiers));
     std::vector<std::unique_ptr<swa::KvStore>> tiers;
-    for (size_t i = 0; i < config->n_tiers; ++i) {
-      // Cannot fail after CheckTiers; from here on each tier is ours.
-      absl::StatusOr<std::unique_ptr<swa::KvStore>> kv = swa::capi::AdoptTable(config->tiers[i]);
+    for (size_t i = 0; i < tables.size(); ++i) {
+      // Cannot fail after ReadTiers; from here on each tier is ours.
+      absl::StatusOr<std::unique_ptr<swa::KvStore>> kv = swa::capi::AdoptTable(tables[i]);
       if (!kv.ok()) return absl::InternalError(absl::StrFormat("tier %u: %s", i, kv.status().message()));
       tiers.push_back(std::move(*kv));
     }
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::TieredStore> store,
                          swa::TieredStore::Create(std::move(tiers)));
-    *out = swa::capi::MakeStoreTable(std::move(store));
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
     return absl::OkStatus();
   });
 }
@@ -120,24 +121,24 @@ SWA_API swa_status_t swa_store_tiered_create(const swa_store_tiered_config_t* co
 SWA_API swa_status_t swa_store_tiered_stats(const swa_kv_store_t* store, uint32_t tier,
                                             swa_store_tier_stats_t* out) {
   return Guard([&]() -> absl::Status {
-    SWA_CHECK_STRUCT(store, swa_kv_store_t);
-    SWA_CHECK_STRUCT(out, swa_store_tier_stats_t);
-    auto* tiered = dynamic_cast<swa::TieredStore*>(swa::capi::StoreFromTable(*store));
+    SWA_ASSIGN_OR_RETURN(const swa_kv_store_t table, ReadStruct(store, "store"));
+    SWA_CHECK_STRUCT(out);
+    auto* tiered = dynamic_cast<swa::TieredStore*>(swa::capi::StoreFromTable(table));
     if (tiered == nullptr)
       return absl::InvalidArgumentError("store is not a table made by swa_store_tiered_create()");
     if (tier >= tiered->tier_count())
       return absl::OutOfRangeError(absl::StrFormat("tier = %u, but the store has %u tiers", tier,
                                                    tiered->tier_count()));
     const swa::TierStats s = tiered->Stats(tier);
-    std::memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
-    out->hits = s.hits;
-    out->misses = s.misses;
-    out->errors = s.errors;
-    out->bytes_read = s.bytes_read;
-    out->puts = s.puts;
-    out->bytes_written = s.bytes_written;
-    out->promotions = s.promotions;
+    swa_store_tier_stats_t v{};
+    v.hits = s.hits;
+    v.misses = s.misses;
+    v.errors = s.errors;
+    v.bytes_read = s.bytes_read;
+    v.puts = s.puts;
+    v.bytes_written = s.bytes_written;
+    v.promotions = s.promotions;
+    WriteStruct(v, out);
     return absl::OkStatus();
   });
 }

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "capi/callback_store.h"
+#include "capi/struct_versions.h"
+#include "common/status_macros.h"
 
 namespace swa::capi {
 namespace {
@@ -90,8 +92,7 @@ void ReleaseCb(void* ud) { delete Self(ud); }
 
 swa_kv_store_t MakeStoreTable(std::unique_ptr<KvStore> store) {
   swa_kv_store_t t;
-  std::memset(&t, 0, sizeof t);
-  t.struct_size = sizeof t;
+  InitStruct(&t);
   t.user_data = store.release();
   t.put = &PutCb;
   t.get = &GetCb;
@@ -102,14 +103,16 @@ swa_kv_store_t MakeStoreTable(std::unique_ptr<KvStore> store) {
 }
 
 KvStore* StoreFromTable(const swa_kv_store_t& table) {
-  if (table.struct_size != sizeof table || table.put != &PutCb || table.get != &GetCb ||
+  if (!CheckStructSize<swa_kv_store_t>(table.struct_size).ok() || table.put != &PutCb || table.get != &GetCb ||
       table.exists != &ExistsCb || table.remove != &RemoveCb || table.release != &ReleaseCb)
     return nullptr;
   return Self(table.user_data);
 }
 
-absl::StatusOr<std::unique_ptr<KvStore>> AdoptTable(const swa_kv_store_t& table) {
-  if (absl::Status s = CheckTableSize(table); !s.ok()) return s;
+absl::StatusOr<std::unique_ptr<KvStore>> AdoptTable(const swa_kv_store_t& caller_table) {
+  SWA_RETURN_IF_ERROR(CheckStructSize<swa_kv_store_t>(caller_table.struct_size));
+  const swa_kv_store_t table =
+      ReadStructBytes<swa_kv_store_t>(&caller_table, caller_table.struct_size);
   // Ours: ReleaseCb would delete the store, so owning it directly is the same.
   if (KvStore* own = StoreFromTable(table); own != nullptr) return std::unique_ptr<KvStore>(own);
   absl::StatusOr<std::unique_ptr<CallbackStore>> wrapped = CallbackStore::Create(table);

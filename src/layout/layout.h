@@ -25,7 +25,9 @@ struct LayerLayout {
 
 class Layout {
  public:
-  // Validates `spec` (every field, every overflow) and computes the layout.
+  // Validates `spec` (every numeric field, every overflow) and computes the
+  // layout. Its enum fields must hold enumerators (capi/enums.h checks a C
+  // caller's integers; C++ callers pass typed values).
   static absl::StatusOr<Layout> Create(const ModelSpec& spec);
 
   const ModelSpec& spec() const { return spec_; }

@@ -192,8 +192,11 @@ TEST(StepRopeConfig, RejectsBadFieldsNamingThem) {
 // A caller compiled against 0.1 passes the shorter structs: accepted, with
 // the new fields at their defaults (no RoPE, no soft-cap, no lse).
 TEST(StepRopeConfig, OlderStructSizesAreAccepted) {
-  const size_t desc_v1 = offsetof(swa_layer_desc_t, rope_style);
-  const size_t args_v1 = offsetof(swa_step_args_t, lse);
+  // sizeof in 0.1: up to the first appended field, padded to the alignment
+  // (56 and 96 on x86-64; tests/api/struct_versions_test.cc has every size).
+  const auto v1 = [](size_t end, size_t align) { return (end + align - 1) / align * align; };
+  const size_t desc_v1 = v1(offsetof(swa_layer_desc_t, rope_style), alignof(swa_layer_desc_t));
+  const size_t args_v1 = v1(offsetof(swa_step_args_t, lse), alignof(swa_step_args_t));
   std::vector<unsigned char> raw(2 * desc_v1, 0xAB);  // two layers, 0xAB after each
   for (int i = 0; i < 2; ++i) {
     swa_layer_desc_t l;
