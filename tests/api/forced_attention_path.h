@@ -1,7 +1,10 @@
 // Test binaries registered once per forced attention path (tests/CMakeLists.txt:
 // SWACACHE_ATTENTION=portable|avx2|avx512|bf16) skip every test, with the
-// reason, when this CPU lacks the forced path's instructions: the library
-// would silently fall back to a lower path and the run would test nothing new.
+// reason, when this CPU lacks the forced path's instructions (the library
+// would silently fall back to a lower path and the run would test nothing
+// new), and when the forced path is the best one this CPU has: the library
+// chooses it unforced too, so the binary's plain run (no SWACACHE_ATTENTION)
+// already ran exactly these kernels (docs/cpu_attention.md, "Paths").
 #pragma once
 
 #include <cstdlib>
@@ -11,21 +14,26 @@
 
 namespace swa_test {
 
-// Empty when the forced path (if any) can run here, else why not.
+// Empty when the forced path (if any) runs here and adds to the unforced run,
+// else why not.
 inline std::string ForcedAttentionPathMissing() {
   const char* env = std::getenv("SWACACHE_ATTENTION");
   const std::string want = env != nullptr ? env : "";
-  if (want.empty() || want == "portable") return "";
+  if (want.empty()) return "";
 #if defined(__x86_64__)
-  if (want == "avx2" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
-    return "SWACACHE_ATTENTION=avx2 but this CPU has no AVX2/FMA";
-  if (want == "avx512" && !__builtin_cpu_supports("avx512f"))
-    return "SWACACHE_ATTENTION=avx512 but this CPU has no AVX-512 F";
-  if (want == "bf16" && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16")))
-    return "SWACACHE_ATTENTION=bf16 but this CPU has no AVX512-BF16 (avx512_bf16)";
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool bf16 = avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512bf16");
+  if (want == "avx2" && !avx2) return "SWACACHE_ATTENTION=avx2 but this CPU has no AVX2/FMA";
+  if (want == "avx512" && !avx512) return "SWACACHE_ATTENTION=avx512 but this CPU has no AVX-512 F";
+  if (want == "bf16" && !bf16) return "SWACACHE_ATTENTION=bf16 but this CPU has no AVX512-BF16 (avx512_bf16)";
+  const std::string best = bf16 ? "bf16" : avx512 ? "avx512" : avx2 ? "avx2" : "portable";
+  if (want == best)
+    return "SWACACHE_ATTENTION=" + want + " is this CPU's best path, which the unforced run of this binary tested";
   return "";
 #else
+  if (want == "portable") return "SWACACHE_ATTENTION=portable is the only path off x86-64, which the unforced run tested";
   return "SWACACHE_ATTENTION=" + want + " names an x86-64 path; this is not x86-64";
 #endif
 }
