@@ -228,7 +228,8 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
       continue;
     }
     if (IsTransientReply(text)) {
-      last = ErrorReplyStatus(text, absl::StrFormat("%s: %s", node->name(), args[0]));  // UNAVAILABLE
+      // UNAVAILABLE, naming the node and the command.
+      last = ErrorReplyStatus(text, absl::StrFormat("%s: %s", node->name(), args[0]));
       if (replica) {
         replica_failed = true;
         ++stats_.replica_fallbacks;

@@ -99,7 +99,8 @@ absl::StatusOr<redisContext*> RedisConnectionPool::Connect(absl::Duration timeou
     RedisReply r(RunArgv(c, args));
     if (r == nullptr) return ConnectionStatus(c, errno, options_.name, args[0]);
     if (r->type != REDIS_REPLY_ERROR) return absl::OkStatus();
-    absl::Status s = ErrorReplyStatus(ReplyText(*r), absl::StrFormat("%s: %s", options_.name, args[0]));
+    absl::Status s =
+        ErrorReplyStatus(ReplyText(*r), absl::StrFormat("%s: %s", options_.name, args[0]));
     if (args[0] == "AUTH") return absl::UnauthenticatedError(s.message());
     return s;
   };
