@@ -8,7 +8,9 @@
  *    was asked to change has changed.
  *  - Every struct starts with `size_t struct_size`, is filled with defaults by
  *    its *_init() function and is passed by pointer. Fields are only ever
- *    appended; a struct_size the library does not know is an error.
+ *    appended; the sizeof of every released version is accepted (missing
+ *    input fields take their init defaults; outputs are written only up to the
+ *    caller's struct_size), any other struct_size is an error (docs/api.md).
  *  - Handles are opaque; create/destroy come in pairs; destroy accepts NULL.
  *  - Device streams are `void*` (a cudaStream_t on the CUDA backend).
  *
