@@ -49,6 +49,9 @@ CGO_CFLAGS="-I$repo/include" CGO_LDFLAGS="-L$build -Wl,-rpath,$build -lswacache"
   go vet -tags swacache_nopkgconfig ./...
 echo "== go test -race"
 go test -race -count=1 ./...
+echo "== go vet and go test -tags swacache_experimental (the experimental C API)"
+go vet -tags swacache_experimental ./...
+go test -tags swacache_experimental -count=1 -run 'Experimental|Coverage' ./swacache/
 echo "== go run ./examples/engine"
 go run ./examples/engine
 echo "go binding: OK"

@@ -77,14 +77,41 @@ static swago_ret swago_redis_create(const char* host, uint32_t port, uint32_t db
   swa_kv_store_init(out);
   return swago_r(swa_store_redis_create(&c, out));
 }
+static swago_ret swago_redis_cluster_create(const char* nodes, const char* password, uint32_t ttl,
+                                            uint32_t timeout_ms, uint32_t per_node,
+                                            uint32_t replicas, uint32_t attempts,
+                                            swa_kv_store_t* out) {
+  swa_store_redis_cluster_config_t c;
+  swa_store_redis_cluster_config_init(&c);
+  if (nodes) c.nodes = nodes;
+  c.password = password;
+  c.ttl_seconds = ttl;
+  if (timeout_ms) c.timeout_ms = timeout_ms;
+  if (per_node) c.connections_per_node = per_node;
+  c.read_from_replicas = replicas;
+  if (attempts) c.max_attempts = attempts;
+  swa_kv_store_init(out);
+  return swago_r(swa_store_redis_cluster_create(&c, out));
+}
 */
 import "C"
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 )
+
+// noNUL refuses a string that C would read cut short at an embedded NUL.
+func noNUL(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if strings.IndexByte(fields[i+1], 0) >= 0 {
+			return errorf(CodeInvalidArgument, "%s contains a NUL byte", fields[i])
+		}
+	}
+	return nil
+}
 
 // DefaultMemoryBudget is the memory store's default budget (1 GiB).
 const DefaultMemoryBudget = 1 << 30
@@ -129,6 +156,9 @@ type DirectoryStoreConfig struct {
 // NewDirectoryStore creates a store with one file per key under cfg.Path,
 // published by atomic rename (swa_store_directory_create).
 func NewDirectoryStore(cfg DirectoryStoreConfig) (*BuiltinStore, error) {
+	if err := noNUL("Path", cfg.Path); err != nil {
+		return nil, err
+	}
 	path := C.CString(cfg.Path)
 	defer C.free(unsafe.Pointer(path))
 	var t C.swa_kv_store_t
@@ -155,6 +185,9 @@ type RedisStoreConfig struct {
 // experimental in the C API). UNAVAILABLE when the server cannot be reached,
 // UNAUTHENTICATED when AUTH fails, UNIMPLEMENTED in a build without hiredis.
 func NewRedisStore(cfg RedisStoreConfig) (*BuiltinStore, error) {
+	if err := noNUL("Host", cfg.Host, "Password", cfg.Password); err != nil {
+		return nil, err
+	}
 	var host, pass *C.char
 	if cfg.Host != "" {
 		host = C.CString(cfg.Host)
@@ -167,6 +200,45 @@ func NewRedisStore(cfg RedisStoreConfig) (*BuiltinStore, error) {
 	var t C.swa_kv_store_t
 	if err := result(C.swago_redis_create(host, C.uint32_t(cfg.Port), C.uint32_t(cfg.DB), pass,
 		C.uint32_t(cfg.TTLSeconds), C.uint32_t(cfg.TimeoutMs), C.uint32_t(cfg.MaxConnections), &t)); err != nil {
+		return nil, err
+	}
+	return newBuiltin(t), nil
+}
+
+// RedisClusterStoreConfig configures NewRedisClusterStore; zero fields take
+// the library's defaults (seed "127.0.0.1:7000", no password, no TTL, 5 s
+// per call, 4 idle connections per node, masters only, 16 attempts).
+type RedisClusterStoreConfig struct {
+	Nodes              string // Seed nodes, "host:port,host:port" ("[v6]:port" for IPv6).
+	Password           string // AUTH password of every node; "" for none.
+	TTLSeconds         uint32 // Expiry of each blob; 0 = none.
+	TimeoutMs          uint32 // Deadline of one store call, retries included.
+	ConnectionsPerNode uint32 // Idle connections kept per node.
+	ReadFromReplicas   bool   // Gets and exists read a replica of the slot.
+	MaxAttempts        uint32 // Tries per call (redirects, reconnects, back-offs).
+}
+
+// NewRedisClusterStore creates a store on a Redis Cluster, routed by hash
+// slot (swa_store_redis_cluster_create; experimental in the C API).
+// INVALID_ARGUMENT for malformed Nodes, UNAVAILABLE when no seed answers,
+// UNAUTHENTICATED when AUTH fails, UNIMPLEMENTED in a build without hiredis.
+func NewRedisClusterStore(cfg RedisClusterStoreConfig) (*BuiltinStore, error) {
+	if err := noNUL("Nodes", cfg.Nodes, "Password", cfg.Password); err != nil {
+		return nil, err
+	}
+	var nodes, pass *C.char
+	if cfg.Nodes != "" {
+		nodes = C.CString(cfg.Nodes)
+		defer C.free(unsafe.Pointer(nodes))
+	}
+	if cfg.Password != "" {
+		pass = C.CString(cfg.Password)
+		defer C.free(unsafe.Pointer(pass))
+	}
+	var t C.swa_kv_store_t
+	if err := result(C.swago_redis_cluster_create(nodes, pass, C.uint32_t(cfg.TTLSeconds),
+		C.uint32_t(cfg.TimeoutMs), C.uint32_t(cfg.ConnectionsPerNode), cbool(cfg.ReadFromReplicas),
+		C.uint32_t(cfg.MaxAttempts), &t)); err != nil {
 		return nil, err
 	}
 	return newBuiltin(t), nil

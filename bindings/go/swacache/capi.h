@@ -174,4 +174,34 @@ static inline swago_ret swago_project(swa_cache_t* c, const void* hidden, const 
   return swago_r(swa_project(c, &a));
 }
 
+// ---- MXFP8 shorthands ----
+static inline swago_ret swago_mxfp8_encode(const void* src, uint32_t dt, size_t n, uint32_t dim,
+                                           uint32_t mode, void* dst, uint64_t* nf) {
+  return swago_r(swa_mxfp8_encode(src, (swa_dtype_t)dt, n, dim, (swa_scale_mode_t)mode,
+                                  (uint8_t*)dst, nf));
+}
+static inline swago_ret swago_mxfp8_decode(const void* src, size_t n, uint32_t dim, void* dst,
+                                           uint32_t dt, uint64_t* nf) {
+  return swago_r(swa_mxfp8_decode((const uint8_t*)src, n, dim, dst, (swa_dtype_t)dt, nf));
+}
+
+// ---- Merge ----
+static inline swago_ret swago_attention_merge(swa_cache_t* c, int64_t rows, uint32_t head_dim,
+                                              uint32_t dtype, const void* out_a,
+                                              const float* lse_a, const void* out_b,
+                                              const float* lse_b, void* out, float* lse) {
+  swa_merge_args_t a;
+  swa_merge_args_init(&a);
+  a.rows = rows;
+  a.head_dim = head_dim;
+  a.dtype = (swa_dtype_t)dtype;
+  a.out_a = out_a;
+  a.lse_a = lse_a;
+  a.out_b = out_b;
+  a.lse_b = lse_b;
+  a.out = out;
+  a.lse = lse;
+  return swago_r(swa_attention_merge(c, &a));
+}
+
 #endif  /* SWACACHE_GO_CAPI_H_ */

@@ -83,6 +83,41 @@ func Decode(f Format, src []byte, dim uint32, dst Tensor) (uint64, error) {
 	return uint64(nf), err
 }
 
+// EncodeMXFP8 is the MXFP8 shorthand of Encode (swa_mxfp8_encode): the same
+// bytes as Encode(FormatMXFP8, mode, src, dim, dst), with dst exactly
+// len(src)/dim vectors of dim + dim/32 bytes (checked in Go). It returns the
+// number of blocks that got the non-finite scale. Experimental in the C API.
+// Thread-safe.
+func EncodeMXFP8(mode ScaleMode, src Tensor, dim uint32, dst []byte) (uint64, error) {
+	n, err := codecSizes(FormatMXFP8, src, dim, dst)
+	if err != nil {
+		return 0, err
+	}
+	var nf C.uint64_t
+	err = result(C.swago_mxfp8_encode(src.ptr(), C.uint32_t(src.dtype()), C.size_t(n), C.uint32_t(dim),
+		C.uint32_t(mode), bytesPtr(dst), &nf))
+	runtime.KeepAlive(src)
+	runtime.KeepAlive(dst)
+	return uint64(nf), err
+}
+
+// DecodeMXFP8 is the MXFP8 shorthand of Decode (swa_mxfp8_decode): src must
+// hold exactly len(dst)/dim vectors (checked in Go). It returns the number of
+// blocks whose scale is the non-finite marker. Experimental in the C API.
+// Thread-safe.
+func DecodeMXFP8(src []byte, dim uint32, dst Tensor) (uint64, error) {
+	n, err := codecSizes(FormatMXFP8, dst, dim, src)
+	if err != nil {
+		return 0, err
+	}
+	var nf C.uint64_t
+	err = result(C.swago_mxfp8_decode(bytesPtr(src), C.size_t(n), C.uint32_t(dim), dst.ptr(),
+		C.uint32_t(dst.dtype()), &nf))
+	runtime.KeepAlive(src)
+	runtime.KeepAlive(dst)
+	return uint64(nf), err
+}
+
 // WeightLayout is how Project reads its weight matrix (swa_weight_layout_t).
 type WeightLayout uint32
 

@@ -1,6 +1,7 @@
 package swacache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -153,5 +154,63 @@ func TestProject(t *testing.T) {
 	c.Close()
 	if err := c.Project(a); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Project after Close: %v", err)
+	}
+}
+
+// The MXFP8 shorthands give the generic codec's bytes, round-trip within
+// E4M3's precision, and check lengths in Go.
+func TestMXFP8Shorthands(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	const dim, n = 96, 4
+	src := randF32(r, n*dim)
+	src[40] = float32(math.NaN())
+	for _, mode := range []ScaleMode{ScaleCeil, ScaleFloor} {
+		short, long := make([]byte, n*(dim+dim/32)), make([]byte, n*(dim+dim/32))
+		for i := range short {
+			short[i], long[i] = 0xA5, 0x5A // Poison: every byte must be written.
+		}
+		nf, err := EncodeMXFP8(mode, F32(src), dim, short)
+		if err != nil || nf != 1 {
+			t.Fatalf("EncodeMXFP8 mode %d: %d non-finite blocks, %v", mode, nf, err)
+		}
+		if _, err := Encode(FormatMXFP8, mode, F32(src), dim, long); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(short, long) {
+			t.Fatalf("mode %d: EncodeMXFP8 and Encode(FormatMXFP8) differ", mode)
+		}
+		back := poisonF32(n * dim)
+		if nf, err := DecodeMXFP8(short, dim, F32(back)); err != nil || nf != 1 {
+			t.Fatalf("DecodeMXFP8: %d non-finite blocks, %v", nf, err)
+		}
+		for i := range src {
+			if i >= 32 && i < 64 {
+				if !math.IsNaN(float64(back[i])) {
+					t.Fatalf("element %d of the NaN block decoded to %v", i, back[i])
+				}
+				continue
+			}
+			// Ceil clips nothing; floor may saturate the block's largest value at 448 * 2^e.
+			if d := math.Abs(float64(back[i] - src[i])); d > math.Abs(float64(src[i]))/8+1.0/64 {
+				t.Fatalf("mode %d element %d: %v -> %v", mode, i, src[i], back[i])
+			}
+		}
+		backBF := make([]uint16, n*dim)
+		if _, err := DecodeMXFP8(short, dim, BF16(backBF)); err != nil {
+			t.Fatal(err)
+		}
+		if backBF[70] != bf16(back[70]) {
+			t.Fatalf("BF16 decode %x, want %x", backBF[70], bf16(back[70]))
+		}
+	}
+	codes := make([]byte, n*(dim+dim/32))
+	if _, err := EncodeMXFP8(ScaleCeil, F32(src), dim, codes[1:]); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("short dst: %v", err)
+	}
+	if _, err := DecodeMXFP8(codes[:len(codes)-1], dim, F32(src)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("short src: %v", err)
+	}
+	if _, err := EncodeMXFP8(ScaleCeil, F32(src[:33]), 33, codes[:34]); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("dim 33: %v", err)
 	}
 }

@@ -34,16 +34,21 @@ static swa_status_t swago_remove(void* ud, const uint8_t* key, size_t key_len, c
 }
 static void swago_release(void* ud) { swagoStoreRelease((uintptr_t)ud); }
 
-// Attach a Go store: the table's user_data is the cgo.Handle value.
+// The callback table of a Go store: its user_data is the cgo.Handle value.
+static void swago_go_table(uintptr_t h, swa_kv_store_t* t) {
+  swa_kv_store_init(t);
+  t->user_data = (void*)h;
+  t->put = swago_put;
+  t->get = swago_get;
+  t->exists = swago_exists;
+  t->remove = swago_remove;
+  t->release = swago_release;
+}
+
+// Attach a Go store.
 static swago_ret swago_set_go_store(swa_cache_t* c, uintptr_t h) {
   swa_kv_store_t t;
-  swa_kv_store_init(&t);
-  t.user_data = (void*)h;
-  t.put = swago_put;
-  t.get = swago_get;
-  t.exists = swago_exists;
-  t.remove = swago_remove;
-  t.release = swago_release;
+  swago_go_table(h, &t);
   return swago_r(swa_cache_set_store(c, &t));
 }
 */
@@ -187,3 +192,7 @@ func (c *Cache) StoreRemove(key []byte) error {
 	runtime.KeepAlive(c)
 	return err
 }
+
+// goTable writes into *t the callback table of a Go store bridged through
+// the handle h (used for the tiers of a tiered store).
+func goTable(h cgo.Handle, t *C.swa_kv_store_t) { C.swago_go_table(C.uintptr_t(h), t) }
