@@ -46,7 +46,9 @@ if [ $want_test = 1 ]; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check numpy ml_dtypes pytest
   fi
 fi
-if [ $want_test = 1 ]; then bash "$(dirname "$0")/../examples/python_engine/venv.sh" --create || echo "bootstrap: warning: no torch/transformers venv; the python_engine test will SKIP"; fi  # pinned torch + transformers for examples/python_engine
+# SWACACHE_ENGINE_VENV=later: the caller prepares it itself (scripts/test.sh does,
+# in the background while the main tree compiles).
+if [ $want_test = 1 ] && [ "${SWACACHE_ENGINE_VENV:-}" != later ]; then bash "$(dirname "$0")/../examples/python_engine/venv.sh" --create || echo "bootstrap: warning: no torch/transformers venv; the python_engine test will SKIP"; fi  # pinned torch + transformers for examples/python_engine
 # nvcc is often installed outside PATH.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "bootstrap: note: nvcc found at /usr/local/cuda/bin (add it to PATH to build the CUDA backend)"
