@@ -23,4 +23,8 @@ cargo fmt --all --check
 cargo clippy --offline -j2 --workspace --all-targets -- -D warnings
 cargo test --offline -j2 --workspace
 cargo test --offline -j2 --workspace --doc
+# The experimental feature (the raw declarations behind SWACACHE_EXPERIMENTAL).
+cargo clippy --offline -j2 --workspace --all-targets --features swacache/experimental -- -D warnings
+cargo test --offline -j2 -p swacache-sys --features experimental
+cargo test --offline -j2 -p swacache --features experimental --test experimental
 cargo run --offline -j2 --example engine >/dev/null

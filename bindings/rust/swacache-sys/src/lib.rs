@@ -5,10 +5,23 @@
 //! so the declarations cannot drift from the header. Every item is `unsafe` to use
 //! and follows the header's contracts; the safe API is the `swacache` crate.
 //!
+//! The `experimental` feature declares what the header shows only to programs
+//! that define `SWACACHE_EXPERIMENTAL` (the graph decode, docs/api.md): those
+//! declarations may change in any 0.x minor release. It selects
+//! `src/bindings_experimental.rs`, generated with that macro defined.
+//!
 //! The library is found by `build.rs`: `SWACACHE_LIB_DIR`, then
 //! `pkg-config swacache`, then the repository's `build/` directory.
 #![no_std]
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(missing_docs, deref_nullptr, clippy::all)]
 
-include!("bindings.rs");
+#[cfg(not(feature = "experimental"))]
+mod raw {
+    include!("bindings.rs");
+}
+#[cfg(feature = "experimental")]
+mod raw {
+    include!("bindings_experimental.rs");
+}
+pub use raw::*;

@@ -9,7 +9,12 @@
 //! - Every fallible call returns [`Result`]; [`Error`] carries the library's
 //!   pinned [`Code`] and message.
 //! - Stores: implement [`KvStore`] or use the built-in [`Store::memory`],
-//!   [`Store::directory`], [`Store::redis`].
+//!   [`Store::directory`], [`Store::redis`], [`Store::redis_cluster`], and
+//!   [`Store::tiered`] over any of them.
+//! - [`Cache::attention_merge`] combines two partial attentions by their LSEs.
+//! - The `experimental` feature adds the raw declarations the header shows only
+//!   under `SWACACHE_EXPERIMENTAL` (the graph decode) to [`sys`]; they may
+//!   change in any 0.x minor release.
 //!
 //! ```
 //! use swacache::{Cache, Config, Format, LayerDesc, Seq, StepArgs};
@@ -32,10 +37,12 @@ mod cache;
 pub mod codec;
 mod config;
 mod error;
+mod merge;
 mod plan;
 mod project;
 mod step;
 mod store;
+mod store_tiered;
 
 pub use cache::{Cache, SlotInfo};
 pub use config::{
@@ -43,11 +50,24 @@ pub use config::{
     TensorView,
 };
 pub use error::{Code, Error, Result};
+pub use merge::MergeArgs;
 pub use plan::{IndexPad, Plan, PlanInfo, PlanOptions, PlanPath, Segment, Seq};
 pub use project::{ProjectDims, WeightLayout};
 pub use step::{Bf16, Input, Output, StepArgs, StepGuard};
 pub use store::{Blob, GetSink, KvStore, MemoryStats, RedisConfig, Store};
+pub use store_tiered::{RedisClusterConfig, TierStats};
 pub use swacache_sys as sys;
+
+/// The raw experimental declarations (the graph decode, behind
+/// `SWACACHE_EXPERIMENTAL` in the header) exist only with the `experimental`
+/// feature:
+///
+/// ```compile_fail
+/// let _ = swacache::sys::swa_decode_graph_create;
+/// ```
+#[cfg(not(feature = "experimental"))]
+#[allow(dead_code)]
+const EXPERIMENTAL_OFF: () = ();
 
 /// Most bytes of an engine key (`SWA_STORE_MAX_KEY_BYTES`).
 pub const MAX_KEY_BYTES: usize = sys::SWA_STORE_MAX_KEY_BYTES as usize;

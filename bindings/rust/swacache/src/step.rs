@@ -64,7 +64,7 @@ impl<'a> From<&'a Vec<Bf16>> for Input<'a> {
 }
 
 impl Input<'_> {
-    fn parts(&self) -> (*const std::ffi::c_void, usize, Dtype) {
+    pub(crate) fn parts(&self) -> (*const std::ffi::c_void, usize, Dtype) {
         match self {
             Input::F32(s) => (s.as_ptr().cast(), s.len(), Dtype::Fp32),
             Input::Bf16(s) => (s.as_ptr().cast(), s.len(), Dtype::Bf16),

@@ -1,5 +1,6 @@
 //! External KV stores: the [`KvStore`] trait for stores written in Rust, and the
-//! library's built-in memory, directory and Redis stores.
+//! library's built-in memory, directory and Redis stores (the tiered and Redis
+//! Cluster stores are in `store_tiered.rs`).
 use std::ffi::{c_char, c_void, CString};
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -179,14 +180,14 @@ impl Drop for Store {
     }
 }
 
-fn empty_table() -> sys::swa_kv_store_t {
+pub(crate) fn empty_table() -> sys::swa_kv_store_t {
     let mut t = unsafe { std::mem::zeroed::<sys::swa_kv_store_t>() };
     // SAFETY: t is writable.
     unsafe { sys::swa_kv_store_init(&mut t) };
     t
 }
 
-fn cstring(what: &str, s: &str) -> Result<CString> {
+pub(crate) fn cstring(what: &str, s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| invalid(format!("{what} contains a NUL byte")))
 }
 
@@ -267,6 +268,10 @@ impl Store {
             evictions: s.evictions,
             evicted_bytes: s.evicted_bytes,
         })
+    }
+
+    pub(crate) fn from_table(table: sys::swa_kv_store_t) -> Store {
+        Store { table }
     }
 
     pub(crate) fn table(&self) -> sys::swa_kv_store_t {

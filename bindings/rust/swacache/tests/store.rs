@@ -93,33 +93,6 @@ impl KvStore for TruncatingStore {
     }
 }
 
-/// Writes a few tokens into a slot so that it has content to save.
-fn fill(cache: &Cache, slot: u32, tokens: i32, seed: u64) {
-    let mut rng = Rng(seed);
-    let mut plan = cache.plan().unwrap();
-    plan.build(&[Seq::new(slot, tokens, tokens)]).unwrap();
-    let t = tokens as usize;
-    let d = D as usize;
-    let mut steps = cache.steps();
-    let sinks = rng.vec(4);
-    let (q, k, k2, v2) = (rng.vec(t * 4 * d), rng.vec(t * d), rng.vec(t * 2 * d), rng.vec(t * 2 * d));
-    let mut out = vec![0f32; t * 4 * d];
-    let mut a = StepArgs::new(0, &q, &k, &mut out);
-    a.sinks = Some(&sinks);
-    steps.step(&mut plan, a).unwrap();
-    let mut a = StepArgs::new(1, &q, &k2, &mut out);
-    a.v_new = Some(Input::F32(&v2));
-    steps.step(&mut plan, a).unwrap();
-}
-
-/// The stored bytes of a slot (layer 0's ring, read through the view).
-fn ring_bytes(cache: &Cache, slot: u32) -> Vec<u8> {
-    let v = cache.layer_view(0).unwrap();
-    let n = (v.shape[1] * v.strides[1]) as usize;
-    // SAFETY: host pool, the view covers every slot; no step runs meanwhile.
-    unsafe { std::slice::from_raw_parts(v.data.add(slot as usize * v.strides[0] as usize), n) }.to_vec()
-}
-
 #[test]
 fn rust_store_round_trip_exists_remove() {
     let cache = cache();
