@@ -21,40 +21,40 @@ Quick start::
 """
 
 from ._lib import HEADER_VERSION, HEADER_VERSION_NUMBER, LibraryNotFoundError, VersionMismatchError
-from ._core import (
-    Backend,
-    Cache,
-    CacheStats,
-    Config,
-    DType,
-    Format,
-    IndexPad,
-    Layer,
-    LayerLayout,
-    LayerRole,
-    Layout,
-    Plan,
-    PlanInfo,
-    PlanPath,
-    RopeStyle,
-    ScaleMode,
-    Seq,
-    Slot,
-    SlotInfo,
-    TensorView,
-    WeightLayout,
+from ._cache import Cache, Slot
+from ._codec import (
     codec_cpu_path,
     decode,
     encode,
     format_vector_bytes,
-    last_error,
-    layout_compute,
     mxfp8_decode,
     mxfp8_encode,
-    status_string,
-    version,
-    version_number,
 )
+from ._config import (
+    CacheStats,
+    Config,
+    Layer,
+    LayerLayout,
+    Layout,
+    PlanInfo,
+    Seq,
+    SlotInfo,
+    TensorView,
+    layout_compute,
+)
+from ._enums import (
+    Backend,
+    DType,
+    Format,
+    IndexPad,
+    LayerRole,
+    PlanPath,
+    RopeStyle,
+    ScaleMode,
+    WeightLayout,
+)
+from ._plan import Plan
+from ._util import last_error, status_string, version, version_number
 from ._stores import (
     BuiltinStore,
     DirectoryStore,

@@ -37,7 +37,7 @@ from .errors import (
     error_for,
 )
 
-from ._core import _check, _i32, _key, _lib, _struct_dict, _u32  # noqa: F401
+from ._util import _check, _i32, _key, _lib, _struct_dict, _u32  # noqa: F401
 
 # ---- stores --------------------------------------------------------------------
 

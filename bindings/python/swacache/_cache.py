@@ -1,0 +1,385 @@
+"""The cache, its slots and the calls that take it (merge, projection, stores)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from ctypes import byref, c_int32, c_uint32, c_void_p, sizeof
+from typing import Any, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _lib as L
+from ._tensor import (
+    as_tensor,
+    check_device,
+    check_dtype,
+    check_shape,
+    DTYPE_BF16,
+    DTYPE_FP32,
+    empty_like_kind,
+    torch_stream,
+)
+from .errors import ClosedError, Error, FailedPreconditionError, InvalidArgumentError
+from ._enums import Backend, DType, Format, IndexPad, LayerRole, WeightLayout
+from ._util import _check, _i32, _key, _lib, _struct_dict, _u32
+from ._config import CacheStats, Config, Layer, LayerLayout, Layout, _layout, SlotInfo, TensorView
+from ._plan import Plan
+from ._stores import _REGISTRY, BuiltinStore, Store, _register
+
+
+# ---- cache -------------------------------------------------------------------
+
+
+class _RingArray:
+    """Holds a cache alive under a NumPy view of its pool."""
+
+    def __init__(self, cache: "Cache", view: TensorView) -> None:
+        self._cache = cache
+        self.__array_interface__ = {
+            "shape": view.shape,
+            "typestr": "|u1",
+            "data": (view.data, False),
+            "strides": view.strides,
+            "version": 3,
+        }
+
+
+class Slot(int):
+    """A slot id (an ``int``) with the slot calls as methods. Returned by
+    :meth:`Cache.alloc`; any ``int`` works where a slot is expected."""
+
+    _cache: "Cache"
+
+    def __new__(cls, cache: "Cache", slot: int) -> "Slot":
+        obj = super().__new__(cls, slot)
+        obj._cache = cache
+        return obj
+
+    def free(self) -> None:
+        self._cache.free(self)
+
+    def reset(self) -> None:
+        self._cache.reset(self)
+
+    def info(self) -> SlotInfo:
+        return self._cache.slot_info(self)
+
+    def copy_to(self, dst: int) -> None:
+        self._cache.copy_slot(self, dst)
+
+    def set_valid_start(self, valid_start: int) -> None:
+        self._cache.set_valid_start(self, valid_start)
+
+    def begin_replay(self, hit_len: int) -> Tuple[int, int]:
+        return self._cache.begin_replay(self, hit_len)
+
+    def save(self, key: Union[bytes, str]) -> None:
+        self._cache.save(self, key)
+
+    def restore(self, key: Union[bytes, str]) -> None:
+        self._cache.restore(self, key)
+
+
+class Cache:
+    """A libswacache cache (``swa_cache_t``): layout, slot pool and slot table.
+
+    Use as a context manager, or call :meth:`close` (idempotent; also closes the
+    cache's plans and releases its store). Calls on a closed cache raise
+    :class:`ClosedError`.
+
+    Threading follows the header: slot, layout, statistics, store, save and
+    restore calls are thread-safe; a plan and the steps that use it belong to
+    one thread at a time. The GIL is released during every C call.
+    """
+
+    def __init__(self, config: Optional[Config] = None, /, **kwargs: Any) -> None:
+        if config is None:
+            config = Config(**kwargs)
+        elif kwargs:
+            raise InvalidArgumentError("Cache: pass a Config or keyword arguments, not both")
+        self._handle: Optional[int] = None
+        self.config = config
+        self.layers: List[Layer] = list(config.layers)
+        c, _keep = config._to_c()
+        h = c_void_p()
+        _check(_lib.swa_cache_create(byref(c), byref(h)))
+        self._handle = h.value
+        self._pool = config.pool
+        self._plans: "weakref.WeakSet[Plan]" = weakref.WeakSet()
+        self._store: Optional[object] = None
+        self._lock = threading.Lock()
+        self.layout = self._read_layout()
+        if self.layers:
+            self.backend = self.layer_view(0).backend
+        else:
+            self.backend = Backend.CUDA if config.backend == Backend.CUDA else Backend.CPU
+
+    # -- lifetime
+    @property
+    def handle(self) -> int:
+        """The raw ``swa_cache_t*`` (for calls the binding does not wrap)."""
+        if self._handle is None:
+            raise ClosedError("the cache is closed")
+        return self._handle
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def close(self) -> None:
+        """Destroy the cache (``swa_cache_destroy``) after closing its plans."""
+        if self._handle is None:
+            return
+        for p in list(self._plans):
+            p.close()
+        h, self._handle = self._handle, None
+        _lib.swa_cache_destroy(h)
+        store, self._store = self._store, None
+        if isinstance(store, BuiltinStore):
+            store._mark_released()
+        self._pool = None
+
+    def __enter__(self) -> "Cache":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # -- layout
+    def _read_layout(self) -> Layout:
+        out = L.Layout(struct_size=sizeof(L.Layout))
+        _check(_lib.swa_cache_layout(self.handle, byref(out)))
+        return _layout(out)
+
+    def layer_layout(self, layer: int) -> LayerLayout:
+        """``swa_cache_layer_layout``."""
+        out = L.LayerLayout(struct_size=sizeof(L.LayerLayout))
+        _check(_lib.swa_cache_layer_layout(self.handle, _u32("layer", layer), byref(out)))
+        d = _struct_dict(out)
+        d["role"], d["kv_format"] = LayerRole(d["role"]), Format(d["kv_format"])
+        return LayerLayout(**d)
+
+    def layer_view(self, layer: int) -> TensorView:
+        """``swa_cache_layer_view``: the raw view (address, shape, byte strides)."""
+        out = L.TensorView(struct_size=sizeof(L.TensorView))
+        _check(_lib.swa_cache_layer_view(self.handle, _u32("layer", layer), byref(out)))
+        n = out.ndim
+        return TensorView(int(out.data or 0), Backend(out.backend), out.device,
+                          tuple(out.shape[:n]), tuple(out.strides[:n]))
+
+    def ring(self, layer: int) -> np.ndarray:
+        """The layer's ring over all slots as a NumPy ``uint8`` array
+        ``[max_slots, R, heads_per_token, vec_bytes]`` viewing the pool (CPU
+        backend only). The array keeps the cache object alive, but not open:
+        do not use it after :meth:`close`."""
+        v = self.layer_view(layer)
+        if v.backend != Backend.CPU:
+            raise FailedPreconditionError("ring(): the pool is in device memory; use "
+                                          "layer_view() for its address")
+        return np.asarray(_RingArray(self, v))
+
+    def stats(self) -> CacheStats:
+        """``swa_cache_stats``."""
+        out = L.CacheStats(struct_size=sizeof(L.CacheStats))
+        _check(_lib.swa_cache_stats(self.handle, byref(out)))
+        return CacheStats(**_struct_dict(out))
+
+    # -- slots
+    def alloc(self) -> Slot:
+        """Allocate a slot (``swa_slot_alloc``); ResourceExhaustedError when none is free."""
+        s = c_uint32()
+        _check(_lib.swa_slot_alloc(self.handle, byref(s)))
+        return Slot(self, s.value)
+
+    def free(self, slot: int) -> None:
+        """``swa_slot_free``."""
+        _check(_lib.swa_slot_free(self.handle, _u32("slot", slot)))
+
+    def reset(self, slot: int) -> None:
+        """``swa_slot_reset``."""
+        _check(_lib.swa_slot_reset(self.handle, _u32("slot", slot)))
+
+    def copy_slot(self, src: int, dst: int) -> None:
+        """``swa_slot_copy``: fork ``src`` into ``dst``."""
+        _check(_lib.swa_slot_copy(self.handle, _u32("src", src), _u32("dst", dst)))
+
+    def slot_info(self, slot: int) -> SlotInfo:
+        """``swa_slot_info``."""
+        out = L.SlotInfo(struct_size=sizeof(L.SlotInfo))
+        _check(_lib.swa_slot_info(self.handle, _u32("slot", slot), byref(out)))
+        d = _struct_dict(out)
+        d["allocated"] = bool(d["allocated"])
+        return SlotInfo(**d)
+
+    def set_valid_start(self, slot: int, valid_start: int) -> None:
+        """``swa_slot_set_valid_start``."""
+        _check(_lib.swa_slot_set_valid_start(self.handle, _u32("slot", slot),
+                                             _i32("valid_start", valid_start)))
+
+    def begin_replay(self, slot: int, hit_len: int) -> Tuple[int, int]:
+        """``swa_slot_begin_replay``; returns ``(replay_start, replay_len)``."""
+        a, b = c_int32(), c_int32()
+        _check(_lib.swa_slot_begin_replay(self.handle, _u32("slot", slot),
+                                          _i32("hit_len", hit_len), byref(a), byref(b)))
+        return a.value, b.value
+
+    # -- plans and steps
+    def plan(self, *, index_pad: IndexPad = IndexPad.NEG1, materialize_index: bool = True,
+             options: bool = True) -> "Plan":
+        """A new :class:`Plan` (``swa_plan_create_with_options``; with
+        ``options=False``, ``swa_plan_create`` and the defaults)."""
+        return Plan(self, index_pad=index_pad, materialize_index=materialize_index,
+                    use_options=options)
+
+    def step(self, plan: "Plan", layer: int, q: Any, k: Any, v: Any = None, **kw: Any) -> Any:
+        """Same as ``plan.step(...)``."""
+        if plan.cache is not self:
+            raise InvalidArgumentError("plan: belongs to another cache")
+        return plan.step(layer, q, k, v, **kw)
+
+    def attention_merge(self, out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, *,
+                        out: Any = None, lse: Any = None, stream: Optional[int] = None) -> Any:
+        """``swa_attention_merge``: combine two partial attentions over disjoint key
+        sets. ``out_a``/``out_b`` are ``[rows, head_dim]`` (any leading shape whose
+        last dim is head_dim), ``lse_a``/``lse_b`` float32 ``[rows]`` (any shape
+        with ``rows`` elements). ``out`` (allocated when None) may be ``out_a``;
+        ``lse`` receives the merged LSE when given. Returns ``out``."""
+        ta = as_tensor("out_a", out_a)
+        tb = as_tensor("out_b", out_b)
+        dt = check_dtype(ta, (DTYPE_FP32, DTYPE_BF16))
+        if check_dtype(tb, (dt,)) != dt:
+            raise InvalidArgumentError("out_b: dtype differs from out_a")
+        if ta.shape != tb.shape:
+            raise InvalidArgumentError(f"out_b: shape {tb.shape} differs from out_a's {ta.shape}")
+        if len(ta.shape) < 1 or ta.shape[-1] < 1:
+            raise InvalidArgumentError(f"out_a: needs a last dim (head_dim), got {ta.shape}")
+        head_dim = ta.shape[-1]
+        rows = ta.numel // head_dim
+        tla, tlb = as_tensor("lse_a", lse_a), as_tensor("lse_b", lse_b)
+        for t in (tla, tlb):
+            check_dtype(t, (DTYPE_FP32,))
+            if t.numel != rows:
+                raise InvalidArgumentError(f"{t.name}: expected {rows} elements (rows), got "
+                                           f"{t.numel} (shape {t.shape})")
+        if out is None:
+            out = empty_like_kind(ta, ta.shape, dt)
+        to = as_tensor("out", out, writable=True)
+        check_dtype(to, (dt,))
+        if to.numel != ta.numel:
+            raise InvalidArgumentError(f"out: expected {ta.numel} elements, got {to.numel}")
+        tensors = [ta, tb, tla, tlb, to]
+        tl = None
+        if lse is not None:
+            tl = as_tensor("lse", lse, writable=True)
+            check_dtype(tl, (DTYPE_FP32,))
+            if tl.numel != rows:
+                raise InvalidArgumentError(f"lse: expected {rows} elements, got {tl.numel}")
+            tensors.append(tl)
+        cuda = self.backend == Backend.CUDA
+        for t in tensors:
+            check_device(t, cuda)
+        args = L.MergeArgs()
+        _lib.swa_merge_args_init(byref(args))
+        args.rows, args.head_dim, args.dtype = rows, head_dim, dt
+        args.out_a, args.lse_a, args.out_b, args.lse_b = ta.ptr, tla.ptr, tb.ptr, tlb.ptr
+        args.out = to.ptr
+        args.lse = tl.ptr if tl is not None else None
+        args.stream = stream if stream is not None else torch_stream(tensors)
+        _check(_lib.swa_attention_merge(self.handle, byref(args)))
+        return out
+
+    def project(self, hidden: Any, weight: Any, *, q_dim: int, kv_dim: int,
+                weight_layout: WeightLayout = WeightLayout.OUT_IN,
+                out_dtype: DType = DType.FP32, out: Any = None,
+                stream: Optional[int] = None) -> Any:
+        """``swa_project`` (experimental): ``out[T, q_dim + kv_dim] = hidden x weight``
+        with BF16 inputs (``torch.bfloat16`` or ``numpy.uint16`` bits)."""
+        th = as_tensor("hidden", hidden)
+        tw = as_tensor("weight", weight)
+        check_dtype(th, (DTYPE_BF16,))
+        check_dtype(tw, (DTYPE_BF16,))
+        if len(th.shape) != 2:
+            raise InvalidArgumentError(f"hidden: expected shape (n_tokens, hidden_dim), got "
+                                       f"{th.shape}")
+        n_tokens, hidden_dim = th.shape
+        cols = _u32("q_dim", q_dim) + _u32("kv_dim", kv_dim)
+        wshape = (cols, hidden_dim) if weight_layout == WeightLayout.OUT_IN else (hidden_dim, cols)
+        check_shape(tw, wshape, "(q_dim + kv_dim, hidden_dim)" if weight_layout ==
+                    WeightLayout.OUT_IN else "(hidden_dim, q_dim + kv_dim)")
+        if out is None:
+            out = empty_like_kind(th, (n_tokens, cols), int(out_dtype))
+        to = as_tensor("out", out, writable=True)
+        check_dtype(to, (int(out_dtype),))
+        check_shape(to, (n_tokens, cols), "(n_tokens, q_dim + kv_dim)")
+        cuda = self.backend == Backend.CUDA
+        for t in (th, tw, to):
+            check_device(t, cuda)
+        a = L.ProjectArgs()
+        _lib.swa_project_args_init(byref(a))
+        a.hidden, a.weight, a.weight_layout, a.out = th.ptr, tw.ptr, int(weight_layout), to.ptr
+        a.out_dtype, a.n_tokens, a.hidden_dim = int(out_dtype), n_tokens, hidden_dim
+        a.q_dim, a.kv_dim = q_dim, kv_dim
+        a.stream = stream if stream is not None else torch_stream([th, tw, to])
+        _check(_lib.swa_project(self.handle, byref(a)))
+        return out
+
+    # -- store
+    def set_store(self, store: Optional[Union["Store", "BuiltinStore"]]) -> None:
+        """Attach a store (``swa_cache_set_store``) or detach it (None). The
+        cache then owns it: a built-in store can no longer be attached
+        elsewhere, and a :class:`Store` subclass's :meth:`Store.release` is
+        called exactly once when the library drops it."""
+        h = self.handle
+        with self._lock:
+            if store is None:
+                _check(_lib.swa_cache_set_store(h, None))
+            elif isinstance(store, BuiltinStore):
+                table = store._take("set_store")
+                try:
+                    _check(_lib.swa_cache_set_store(h, byref(table)))
+                except Error:
+                    store._untake(table)
+                    raise
+                store._attached_to(self)
+            elif isinstance(store, Store):
+                table, uid = _register(store)
+                try:
+                    _check(_lib.swa_cache_set_store(h, byref(table)))
+                except Error:
+                    _REGISTRY.pop(uid, None)
+                    raise
+            else:
+                raise InvalidArgumentError(f"store: expected a swacache.Store, a built-in store "
+                                           f"or None, got {type(store).__name__}")
+            old, self._store = self._store, store
+            if isinstance(old, BuiltinStore) and old is not store:
+                old._mark_released()
+
+    def save(self, slot: int, key: Union[bytes, str]) -> None:
+        """``swa_slot_save``: persist the slot's stored region under ``key``."""
+        k = _key("key", key)
+        _check(_lib.swa_slot_save(self.handle, _u32("slot", slot), k, len(k)))
+
+    def restore(self, slot: int, key: Union[bytes, str]) -> None:
+        """``swa_slot_restore``."""
+        k = _key("key", key)
+        _check(_lib.swa_slot_restore(self.handle, _u32("slot", slot), k, len(k)))
+
+    def store_exists(self, key: Union[bytes, str]) -> bool:
+        """``swa_cache_store_exists`` (experimental)."""
+        k = _key("key", key)
+        e = c_uint32()
+        _check(_lib.swa_cache_store_exists(self.handle, k, len(k), byref(e)))
+        return bool(e.value)
+
+    def store_remove(self, key: Union[bytes, str]) -> None:
+        """``swa_cache_store_remove`` (experimental)."""
+        k = _key("key", key)
+        _check(_lib.swa_cache_store_remove(self.handle, k, len(k)))

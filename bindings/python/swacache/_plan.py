@@ -1,0 +1,261 @@
+"""Plans: build, the exporters and the step."""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import byref, c_size_t, c_void_p, sizeof
+from typing import Any, Iterable, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _lib as L
+from ._tensor import (
+    as_tensor,
+    check_device,
+    check_dtype,
+    check_shape,
+    DTYPE_BF16,
+    DTYPE_FP32,
+    empty_like_kind,
+    torch_stream,
+)
+from .errors import ClosedError, InvalidArgumentError
+from ._enums import Backend, DType, IndexPad, PlanPath
+from ._util import _check, _i32, _lib, _struct_dict, _u32
+from ._config import PlanInfo, Seq
+
+
+# ---- plan --------------------------------------------------------------------
+
+
+class Plan:
+    """A step plan (``swa_plan_t``): build it once per step, then run every
+    layer with :meth:`step`. A context manager; :meth:`close` is idempotent and
+    the cache closes its plans when it closes. Not thread-safe."""
+
+    def __init__(self, cache: Cache, *, index_pad: IndexPad = IndexPad.NEG1,
+                 materialize_index: bool = True, use_options: bool = True) -> None:
+        self._handle: Optional[int] = None
+        self.cache = cache
+        h = c_void_p()
+        if use_options:
+            o = L.PlanOptions()
+            _lib.swa_plan_options_init(byref(o))
+            o.index_pad = int(index_pad)
+            o.materialize_index = 1 if materialize_index else 0
+            _check(_lib.swa_plan_create_with_options(cache.handle, byref(o), byref(h)))
+        else:
+            _check(_lib.swa_plan_create(cache.handle, byref(h)))
+        self._handle = h.value
+        cache._plans.add(self)
+
+    @property
+    def handle(self) -> int:
+        if self._handle is None or self.cache.closed:
+            raise ClosedError("the plan (or its cache) is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """``swa_plan_destroy``."""
+        h, self._handle = self._handle, None
+        if h is not None:
+            _lib.swa_plan_destroy(h)
+
+    def __enter__(self) -> "Plan":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if self._handle is not None and not self.cache.closed:
+                self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def build(self, seqs: Iterable[Union[Seq, Tuple[int, int, int], Tuple[int, int, int, int]]]
+              ) -> "Plan":
+        """``swa_plan_build``: ``seqs`` are :class:`Seq` or ``(slot, seqlen_q,
+        seqlen_k[, valid_start])`` tuples, in batch order. Returns self."""
+        items = list(seqs)
+        arr = (L.Seq * max(1, len(items)))()
+        for i, s in enumerate(items):
+            if isinstance(s, Seq):
+                t = (s.slot, s.seqlen_q, s.seqlen_k, s.valid_start)
+            else:
+                t = tuple(s)
+                if len(t) == 3:
+                    t = t + (0,)
+                if len(t) != 4:
+                    raise InvalidArgumentError(f"seqs[{i}]: expected (slot, seqlen_q, seqlen_k"
+                                               f"[, valid_start]), got {s!r}")
+            arr[i].slot = _u32(f"seqs[{i}].slot", t[0])
+            arr[i].seqlen_q = _i32(f"seqs[{i}].seqlen_q", t[1])
+            arr[i].seqlen_k = _i32(f"seqs[{i}].seqlen_k", t[2])
+            arr[i].valid_start = _i32(f"seqs[{i}].valid_start", t[3])
+        _check(_lib.swa_plan_build(self.handle, arr if items else None, len(items)))
+        return self
+
+    def cancel(self) -> None:
+        """``swa_plan_cancel``."""
+        _check(_lib.swa_plan_cancel(self.handle))
+
+    def info(self) -> PlanInfo:
+        """``swa_plan_info``."""
+        out = L.PlanInfo(struct_size=sizeof(L.PlanInfo))
+        _check(_lib.swa_plan_info(self.handle, byref(out)))
+        d = _struct_dict(out)
+        d["path"], d["executed"] = PlanPath(d["path"]), bool(d["executed"])
+        return PlanInfo(**d)
+
+    # -- exports (NumPy int32)
+    def decode_index(self) -> Tuple[np.ndarray, np.ndarray]:
+        """``swa_plan_decode_index``: ``(offset_len int32 [T, 2], index int32 [T, W])``."""
+        i = self.info()
+        ol = np.zeros((i.n_tokens, 2), np.int32)
+        ix = np.zeros((i.n_tokens, i.window), np.int32)
+        _check(_lib.swa_plan_decode_index(self.handle, ol.ctypes.data, ix.ctypes.data))
+        return ol, ix
+
+    def offset_len(self) -> np.ndarray:
+        """``swa_plan_decode_index`` with only ``offset_len`` (int32 [T, 2])."""
+        ol = np.zeros((self.info().n_tokens, 2), np.int32)
+        _check(_lib.swa_plan_decode_index(self.handle, ol.ctypes.data, None))
+        return ol
+
+    def _segments(self, fn: Any) -> np.ndarray:
+        n = c_size_t()
+        _check(fn(self.handle, None, 0, byref(n)))
+        arr = np.zeros((n.value, 3), np.int32)
+        if n.value:
+            _check(fn(self.handle, arr.ctypes.data_as(ctypes.POINTER(L.Segment)), n.value,
+                      byref(n)))
+        return arr
+
+    def load_segments(self) -> np.ndarray:
+        """``swa_plan_load_segments``: int32 ``[n, 3]`` rows of (dst_row, src_row, count)."""
+        return self._segments(_lib.swa_plan_load_segments)
+
+    def store_segments(self) -> np.ndarray:
+        """``swa_plan_store_segments``: int32 ``[n, 3]`` rows of (dst_row, src_row, count)."""
+        return self._segments(_lib.swa_plan_store_segments)
+
+    def pivots(self) -> np.ndarray:
+        """``swa_plan_pivots``: int32 ``[T, 4]``."""
+        p = np.zeros((self.info().n_tokens, 4), np.int32)
+        _check(_lib.swa_plan_pivots(self.handle, p.ctypes.data))
+        return p
+
+    def store_rows(self) -> np.ndarray:
+        """``swa_plan_store_rows``: int32 ``[T]`` (-1: not stored)."""
+        r = np.zeros(self.info().n_tokens, np.int32)
+        _check(_lib.swa_plan_store_rows(self.handle, r.ctypes.data))
+        return r
+
+    def seq_offsets(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``swa_plan_seq_offsets``: ``(cu_seqlens_q [n+1], q_start [n], valid_start [n])``."""
+        n = self.info().n_seqs
+        cu = np.zeros(n + 1, np.int32)
+        qs = np.zeros(n, np.int32)
+        vs = np.zeros(n, np.int32)
+        _check(_lib.swa_plan_seq_offsets(self.handle, cu.ctypes.data, qs.ctypes.data,
+                                         vs.ctypes.data))
+        return cu, qs, vs
+
+    # -- step
+    def step(self, layer: int, q: Any, k: Any, v: Any = None, *, out: Any = None,
+             sinks: Any = None, softmax_scale: float = 0.0, lse: Any = None,
+             out_dtype: Optional[DType] = None, stream: Optional[int] = None) -> Any:
+        """Run one layer of this plan (``swa_step``).
+
+        Args:
+            layer: layer id.
+            q: queries ``[T, Hq, D]``, float32 or bfloat16.
+            k: new keys ``[T, Hkv, D]`` (the shared vector for shared-K/V layers).
+            v: new values ``[T, Hkv, D]``; must be None for shared-K/V layers.
+            out: output ``[T, Hq, D]``; allocated (zeros, like ``q``) when None.
+            sinks: float32 ``[Hq]`` for layers with sinks, else None.
+            softmax_scale: 0 means ``1/sqrt(D)``.
+            lse: float32 ``[T, Hq]`` to receive each row's log-sum-exp, or True to
+                allocate it; then ``(out, lse)`` is returned.
+            out_dtype: dtype of an allocated ``out`` (default float32).
+            stream: CUDA stream address; default: PyTorch's current stream.
+        Returns:
+            ``out``, or ``(out, lse)`` when ``lse`` was given.
+        """
+        lay = _u32("layer", layer)
+        layers = self.cache.layers
+        if lay >= len(layers):
+            # Let the library report it (OUT_OF_RANGE) with its own message.
+            a = L.StepArgs()
+            _lib.swa_step_args_init(byref(a))
+            a.layer = lay
+            _check(_lib.swa_step(self.cache.handle, self.handle, byref(a)))
+        desc = layers[lay]
+        T = self.info().n_tokens
+        hq, hkv, d = int(desc.q_heads), int(desc.kv_heads), int(desc.head_dim)
+        cuda = self.cache.backend == Backend.CUDA
+        tq = as_tensor("q", q)
+        q_dt = check_dtype(tq, (DTYPE_FP32, DTYPE_BF16))
+        check_shape(tq, (T, hq, d), "(T, Hq, D)")
+        tk = as_tensor("k", k)
+        kv_dt = check_dtype(tk, (DTYPE_FP32, DTYPE_BF16))
+        check_shape(tk, (T, hkv, d), "(T, Hkv, D)")
+        tensors = [tq, tk]
+        tv = None
+        if desc.shared_kv:
+            if v is not None:
+                raise InvalidArgumentError(f"v: layer {lay} shares K and V (shared_kv); pass "
+                                           "v=None")
+        else:
+            if v is None:
+                raise InvalidArgumentError(f"v: layer {lay} has separate K and V; v is required")
+            tv = as_tensor("v", v)
+            if check_dtype(tv, (DTYPE_FP32, DTYPE_BF16)) != kv_dt:
+                raise InvalidArgumentError(f"v: dtype {tv.np_dtype} differs from k's "
+                                           f"{tk.np_dtype}")
+            check_shape(tv, (T, hkv, d), "(T, Hkv, D)")
+            tensors.append(tv)
+        if out is None:
+            out = empty_like_kind(tq, (T, hq, d),
+                                  int(out_dtype) if out_dtype is not None else DTYPE_FP32)
+        to = as_tensor("out", out, writable=True)
+        o_dt = check_dtype(to, (DTYPE_FP32, DTYPE_BF16))
+        check_shape(to, (T, hq, d), "(T, Hq, D)")
+        tensors.append(to)
+        ts = None
+        if desc.has_sinks:
+            if sinks is None:
+                raise InvalidArgumentError(f"sinks: layer {lay} has sinks (has_sinks); pass "
+                                           f"float32 [{hq}]")
+            ts = as_tensor("sinks", sinks)
+            check_dtype(ts, (DTYPE_FP32,))
+            check_shape(ts, (hq,), "(Hq,)")
+            tensors.append(ts)
+        elif sinks is not None:
+            raise InvalidArgumentError(f"sinks: layer {lay} has no sinks; pass sinks=None")
+        tl = None
+        want_lse = lse is not None and lse is not False
+        if want_lse:
+            if lse is True:
+                lse = empty_like_kind(tq, (T, hq), DTYPE_FP32)
+            tl = as_tensor("lse", lse, writable=True)
+            check_dtype(tl, (DTYPE_FP32,))
+            check_shape(tl, (T, hq), "(T, Hq)")
+            tensors.append(tl)
+        for t in tensors:
+            check_device(t, cuda)
+        a = L.StepArgs()
+        _lib.swa_step_args_init(byref(a))
+        a.layer = lay
+        a.q, a.q_dtype = tq.ptr, q_dt
+        a.k_new, a.kv_dtype = tk.ptr, kv_dt
+        a.v_new = tv.ptr if tv is not None else None
+        a.out, a.out_dtype = to.ptr, o_dt
+        a.sinks = ts.ptr if ts is not None else None
+        a.softmax_scale = float(softmax_scale)
+        a.lse = tl.ptr if tl is not None else None
+        a.stream = stream if stream is not None else (torch_stream(tensors) if cuda else None)
+        _check(_lib.swa_step(self.cache.handle, self.handle, byref(a)))
+        return (out, lse) if want_lse else out
