@@ -421,9 +421,19 @@ def _candidates() -> List[str]:
     return ([found] if found else []) + names
 
 
+def _bundled() -> List[str]:
+    """Libraries a wheel may carry inside the package: ``swacache/lib/`` (where
+    the library's CMake install puts it) or ``swacache/`` itself."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    names = [n for n in _candidates() if os.sep not in n and not n.startswith("/")]
+    return [p for d in (os.path.join(here, "lib"), here) for n in names
+            for p in [os.path.join(d, n)] if os.path.exists(p)]
+
+
 def load_library() -> ctypes.CDLL:
     """Load libswacache: ``$SWACACHE_LIBRARY`` (a file, or a directory holding
-    the library) first, then the platform loader's usual search."""
+    the library) first, then a library bundled in the package (a wheel built
+    with the library), then the platform loader's usual search."""
     tried: List[str] = []
     env = os.environ.get("SWACACHE_LIBRARY")
     if env:
@@ -439,13 +449,19 @@ def load_library() -> ctypes.CDLL:
             "libswacache could not be loaded from SWACACHE_LIBRARY:\n  " + "\n  ".join(tried)
             + "\nPoint SWACACHE_LIBRARY at libswacache.so (or its directory), or unset it "
               "to use the loader's search path (LD_LIBRARY_PATH, ldconfig).")
+    for path in _bundled():
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(f"bundled {path}: {e}")
     for name in _candidates():
         try:
             return ctypes.CDLL(name)
         except OSError as e:
             tried.append(f"{name}: {e}")
     raise LibraryNotFoundError(
-        "libswacache was not found: SWACACHE_LIBRARY is not set, and the loader's search "
+        "libswacache was not found: SWACACHE_LIBRARY is not set, the package bundles no "
+        "library, and the loader's search "
         "path (LD_LIBRARY_PATH, DYLD_LIBRARY_PATH, ldconfig's cache, the system "
         "directories) has no libswacache:\n  " + "\n  ".join(tried)
         + "\nSet SWACACHE_LIBRARY=/path/to/libswacache.so (e.g. <repo>/build/libswacache.so) "

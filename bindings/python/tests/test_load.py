@@ -65,6 +65,48 @@ def test_missing_library_without_env_names_both():
     assert "SWACACHE_LIBRARY" in r.stderr and "LD_LIBRARY_PATH" in r.stderr
 
 
+def _bundle(tmp_path, lib_bytes):
+    """A copy of the package with a library inside it, as a wheel holds it."""
+    import shutil
+    pkg = tmp_path / "swacache"
+    shutil.copytree(PKG / "swacache", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "lib").mkdir()
+    (pkg / "lib" / "libswacache.so.0").write_bytes(lib_bytes)
+    return pkg
+
+
+def _run_in(path, code, env_update, unset=()):
+    env = dict(os.environ)
+    for k in unset:
+        env.pop(k, None)
+    env.update(env_update)
+    env["PYTHONPATH"] = str(path)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
+def test_bundled_library_is_found_without_environment(tmp_path):
+    real = pathlib.Path(os.environ["SWACACHE_LIBRARY"]).read_bytes()
+    pkg = _bundle(tmp_path, real)
+    r = _run_in(tmp_path, "import swacache, swacache._lib as L; print(L.lib()._name); "
+                "print(swacache.version())", {"LD_LIBRARY_PATH": ""}, unset=("SWACACHE_LIBRARY",))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == str(pkg / "lib" / "libswacache.so.0")
+
+
+def test_environment_overrides_the_bundled_library(tmp_path):
+    pkg = _bundle(tmp_path, b"not a shared library")
+    lib = os.environ["SWACACHE_LIBRARY"]
+    r = _run_in(tmp_path, "import swacache._lib as L; print(L.lib()._name)",
+                {"SWACACHE_LIBRARY": lib})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == lib
+    # Without the variable the broken bundled file is tried, and named.
+    r = _run_in(tmp_path, "import swacache", {"LD_LIBRARY_PATH": ""}, unset=("SWACACHE_LIBRARY",))
+    if r.returncode == 0:
+        pytest.skip("a libswacache is installed on the loader's path")
+    assert "bundled " + str(pkg / "lib" / "libswacache.so.0") in r.stderr
+
+
 class _FakeLib:
     def __init__(self, n):
         self.n = n
