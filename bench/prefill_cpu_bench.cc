@@ -56,7 +56,7 @@ struct PrefillCase {
 
 constexpr int kWindow = 128, kHistory = 512;
 // Query tokens per band block of (a) and (b) (--block).
-int g_block = 32;
+int g_block = 16;
 constexpr double kTolerance = 1e-3;  // max abs error against (a)
 
 [[noreturn]] void Die(const char* what) {
