@@ -59,8 +59,14 @@ absl::StatusOr<std::vector<ClusterNodeAddress>> ParseClusterNodes(std::string_vi
       return absl::InvalidArgumentError(
           absl::StrFormat("redis cluster nodes: \"%s\" is not host:port", entry));
     absl::string_view host = entry.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-      host = host.substr(1, host.size() - 2);
+    // An IPv6 host is written in brackets ("[::1]:7000"); a bracket anywhere
+    // else, or a colon outside brackets, is a malformed entry ("[::1",
+    // "::1:7000"), not a host name.
+    const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+    if (bracketed) host = host.substr(1, host.size() - 2);
+    if (host.find_first_of(bracketed ? "[]" : "[]:") != absl::string_view::npos)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "redis cluster nodes: \"%s\" is not host:port (an IPv6 host is written [host]:port)", entry));
     uint32_t port = 0;
     if (!absl::SimpleAtoi(entry.substr(colon + 1), &port) || port == 0 || port > 65535 ||
         host.empty())

@@ -57,7 +57,8 @@ TEST(ClusterHashSlot, ParseNodes) {
   EXPECT_EQ((*n)[1].ToString(), "redis-a:7001");
   EXPECT_EQ((*n)[2].host, "::1");
   EXPECT_EQ((*n)[2].ToString(), "[::1]:7002");
-  for (const char* bad : {"", " , ", "host", "host:", ":7000", "host:0", "host:70000", "host:12x"}) {
+  for (const char* bad : {"", " , ", "host", "host:", ":7000", "host:0", "host:70000", "host:12x", "[::1",
+                          "[::1:7000", "::1:7000", "[::1]]:7000", "a[b]:7000", "[]:7000", "]:7000"}) {
     auto r = ParseClusterNodes(bad);
     EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << "\"" << bad << "\"";
   }
