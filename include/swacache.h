@@ -196,6 +196,18 @@ typedef struct swa_layer_desc {
   /** s = cap * tanh(s / cap) on the scaled logits before the softmax (Gemma-2);
    *  0 = off. Default 0. */
   float logit_softcap;
+  /* Appended after 0.2.0 (a struct_size without them means: softmax_scale 0). */
+  /** The layer's softmax scale: the scores q.k are multiplied by it before the
+   *  soft-cap and the softmax (\ref sem_attention); 0 = 1/sqrt(head_dim).
+   *  A non-zero swa_step_args_t::softmax_scale overrides it for that step
+   *  (swa_step() and the graph decode alike). Gemma-2's
+   *  query_pre_attn_scalar q gives 1/sqrt(q) here, next to its soft-cap.
+   *  Finite and >= 0. Default 0. */
+  float softmax_scale;
+  /** Must be 0 (INVALID_ARGUMENT otherwise): room for a later field whose 0
+   *  keeps today's behaviour (softmax_scale alone would not have grown the
+   *  struct past 0.2.0's padded size). Default 0. */
+  uint32_t reserved;
 } swa_layer_desc_t;
 
 /** \brief Fill *desc with the defaults listed on swa_layer_desc_t (a
@@ -676,7 +688,9 @@ typedef struct swa_step_args {
   void* out;               /**< Output [T, Hq, D] in out_dtype; fully written on success. */
   swa_dtype_t out_dtype;   /**< Default SWA_DTYPE_FP32. */
   const float* sinks;      /**< [Hq] sink logits: required for layers with has_sinks, else NULL. */
-  float softmax_scale;     /**< Score scale; 0 = 1/sqrt(D). Default 0. */
+  /** Score scale; 0 = the layer's swa_layer_desc_t::softmax_scale, or
+   *  1/sqrt(D) where that is 0 too. Default 0. */
+  float softmax_scale;
   void* stream;            /**< cudaStream_t on the CUDA backend; ignored on the CPU. */
   /* Appended in 0.2.0. */
   /** Optional [T, Hq] FP32 output: ln of each row's softmax denominator over
@@ -755,9 +769,10 @@ SWA_API swa_status_t swa_cache_stats(const swa_cache_t* cache, swa_cache_stats_t
  *
  *  Two partial attentions over disjoint key sets of the same query rows, each
  *  with its per-row LSE (as swa_step() writes it in `lse`), combined into the
- *  attention over the union of the key sets (\ref sem_merge). Tensors are
- *  host memory on the CPU backend, device memory on the CUDA backend; all are
- *  borrowed for the call only. */
+ *  attention over the union of the key sets (\ref sem_merge). With a cache,
+ *  tensors are host memory on the CPU backend, device memory on the CUDA
+ *  backend; without one, `device` says which. All are borrowed for the call
+ *  only. */
 typedef struct swa_merge_args {
   size_t struct_size;   /**< sizeof(swa_merge_args_t), set by init. */
   int64_t rows;         /**< Query rows (e.g. T * Hq), >= 0; 0 is a no-op. Default 0. */
@@ -770,6 +785,13 @@ typedef struct swa_merge_args {
   void* out;            /**< [rows, head_dim]: the merged attention; may be out_a or out_b. */
   float* lse;           /**< [rows]: the merged LSE; may be NULL, lse_a or lse_b. */
   void* stream;         /**< cudaStream_t on the CUDA backend; ignored on the CPU. */
+  /* Appended after 0.2.0 (a struct_size without it means: device -1). */
+  /** Where the tensors live when swa_attention_merge() gets no cache: -1 =
+   *  host memory (merged on the calling thread); d >= 0 = device memory of
+   *  CUDA device d, merged on `stream` (needs a build with the CUDA backend).
+   *  With a cache it must be -1 or, on a CUDA cache, the cache's device.
+   *  Default -1. */
+  int32_t device;
 } swa_merge_args_t;
 
 /** \brief Fill *args with the defaults listed on swa_merge_args_t (pointers NULL).
@@ -794,15 +816,27 @@ SWA_API void swa_merge_args_init(swa_merge_args_t* args);
  *  two LSEs only. The CPU and CUDA backends apply the same rules. A sink
  *  belongs to exactly one part: give it to one call of swa_step() (sinks) and
  *  not to the engine's other attention.
+ *  The merge is pure arithmetic and needs no cache: with cache = NULL,
+ *  args->device selects host memory (-1, the default: merged on the calling
+ *  thread, no pool) or CUDA device memory (d >= 0: one kernel on args->stream
+ *  on device d, the same kernel a CUDA cache runs). Host results are the same
+ *  bits with or without a cache.
  *  \param[in] cache Selects the backend (host or device pointers); its slots
- *  are not touched.
+ *  are not touched. May be NULL (see above).
  *  \param[in] args The tensors and sizes.
  *  \retval SWA_OK on success.
- *  \retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size,
- *  a negative rows, head_dim = 0, NULL tensors (when rows > 0), an unknown
- *  dtype, or sizes that overflow: rows * head_dim above 2^60 (the message
- *  names both values). Nothing is written then.
- *  \note Thread-safe; on the CUDA backend the work is enqueued on args->stream. */
+ *  \retval SWA_INVALID_ARGUMENT for a NULL args, a bad struct_size, a
+ *  negative rows, head_dim = 0, NULL tensors (when rows > 0), an unknown
+ *  dtype, sizes that overflow: rows * head_dim above 2^60 (the message names
+ *  both values), a device below -1, or a device that differs from the
+ *  cache's (a CPU cache takes -1 only; a CUDA cache -1 or its own device),
+ *  or, with cache = NULL, a CUDA device d that does not exist. Nothing is
+ *  written then.
+ *  \retval SWA_UNIMPLEMENTED for cache = NULL and device >= 0 in a build
+ *  without the CUDA backend.
+ *  \retval SWA_INTERNAL when the CUDA launch fails (the message names the
+ *  CUDA error).
+ *  \note Thread-safe; on CUDA the work is enqueued on args->stream. */
 SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args);
 
 /* ---- Graph decode ------------------------------------------------------- */

@@ -206,13 +206,14 @@ class ReferenceModel {
   }
 
   // Expected output [Hq, D] (and LSE [Hq] when `lse`) of the token at `p`
-  // with query q [Hq, D] (before any RoPE).
+  // with query q [Hq, D] (before any RoPE). `scale` multiplies the scores;
+  // 0 = 1/sqrt(head_dim).
   void Expected(int seq, int layer, int p, int valid_start, const float* q, double* out,
-                double* lse = nullptr) const {
+                double* lse = nullptr, double scale = 0) const {
     const Layer& c = layers_[layer];
     const History& h = hist_.at({seq, layer});
     DenseShape shape{c.q_heads, c.kv_heads, c.head_dim, window_, c.shared_kv,
-                     1.0 / std::sqrt(double(c.head_dim)),
+                     scale != 0 ? scale : 1.0 / std::sqrt(double(c.head_dim)),
                      c.sinks.empty() ? nullptr : c.sinks.data()};
     shape.softcap = c.softcap;
     shape.lse = lse;

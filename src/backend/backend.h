@@ -81,4 +81,10 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(BackendKind kind, int devic
 // True when this build has the CUDA backend and the runtime reports a device.
 bool CudaDeviceAvailable();
 
+// swa_attention_merge without a cache: `device` -1 = host memory, merged on
+// the calling thread (no pool); d >= 0 = device memory of CUDA device d, the
+// CUDA backend's merge kernel on work.stream. UNIMPLEMENTED for d >= 0 in a
+// build without CUDA; INVALID_ARGUMENT for a device that does not exist.
+absl::Status MergeWithoutCache(int device, const MergeWork& work);
+
 }  // namespace swa

@@ -3,6 +3,7 @@
 #include "absl/strings/str_format.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/merge_cpu.h"
 #ifdef SWACACHE_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -31,6 +32,20 @@ bool CudaDeviceAvailable() {
   return cuda::DeviceAvailable();
 #else
   return false;
+#endif
+}
+
+absl::Status MergeWithoutCache(int device, const MergeWork& work) {
+  if (device < 0) {
+    cpu::MergeCpu(work, /*pool=*/nullptr);
+    return absl::OkStatus();
+  }
+#ifdef SWACACHE_HAVE_CUDA
+  return cuda::MergeOnDevice(device, work);
+#else
+  return absl::UnimplementedError(absl::StrFormat(
+      "device = %d: this build of the library has no CUDA backend (-1 merges host memory)",
+      device));
 #endif
 }
 

@@ -26,6 +26,7 @@ struct StepLayer {
   bool shared_kv = true;
   const RopeTable* rope = nullptr;  // never null; rope->on() false = no rotation
   float softcap = 0;                // logit soft-cap; 0 = off
+  float softmax_scale = 0;          // the layer's (LayerSpec); 0 = none
 };
 
 // The caller's tensors of one layer (swa_step_args_t without struct_size).

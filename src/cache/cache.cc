@@ -62,6 +62,7 @@ StepLayer Cache::StepLayerOf(uint32_t layer) const {
   l.shared_kv = spec.shared_kv;
   l.rope = &rope_[layer];
   l.softcap = spec.logit_softcap;
+  l.softmax_scale = spec.softmax_scale;
   return l;
 }
 

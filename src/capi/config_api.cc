@@ -53,6 +53,10 @@ absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out)
   out->compress_entry_bytes = d.compress_entry_bytes;
   out->has_sinks = d.has_sinks != 0;
   out->logit_softcap = d.logit_softcap;
+  out->softmax_scale = d.softmax_scale;
+  if (d.reserved != 0)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("layers[%u].reserved = %u must be 0", i, d.reserved));
   SWA_RETURN_IF_ERROR(ConvertRope(d, i, &out->rope));
   return absl::OkStatus();
 }
@@ -127,6 +131,8 @@ SWA_API void swa_layer_desc_init(swa_layer_desc_t* desc) {
   desc->rope_attention_factor = d.rope.attention_factor;
   desc->rope_derotate_output = 0;
   desc->logit_softcap = d.logit_softcap;
+  desc->softmax_scale = d.softmax_scale;
+  desc->reserved = 0;
 }
 
 SWA_API void swa_config_init(swa_config_t* config) {

@@ -45,6 +45,24 @@ absl::Status ConvertMerge(const swa_merge_args_t& a, MergeWork* w) {
   return absl::OkStatus();
 }
 
+// args.device against the cache that runs the merge (nullptr: none).
+absl::Status CheckMergeDevice(int32_t device, Cache* cache) {
+  if (device < -1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "device = %d is not a device: -1 (host memory) or a CUDA ordinal >= 0", device));
+  if (cache == nullptr || device == -1) return absl::OkStatus();
+  const Backend& b = cache->backend();
+  if (b.kind() != BackendKind::kCuda)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "device = %d but the cache is on the CPU backend (host memory): give -1, or no cache",
+        device));
+  if (device != b.device())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "device = %d but the cache is on CUDA device %d: give -1 or %d, or no cache", device,
+        b.device(), b.device()));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // The one conversion of the caller's arguments; backends read the result.
@@ -113,15 +131,21 @@ SWA_API void swa_merge_args_init(swa_merge_args_t* args) {
   if (args == nullptr) return;
   swa::capi::InitStruct(args);
   args->dtype = SWA_DTYPE_FP32;
+  args->device = -1;
 }
 
+// The merge is arithmetic: a cache only picks the backend; without one,
+// args->device does (docs/semantics.md, "Merging partial attentions").
 SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args) {
   return Guard([&]() -> absl::Status {
-    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
+    if (cache != nullptr) SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     SWA_ASSIGN_OR_RETURN(const swa_merge_args_t a, swa::capi::ReadStruct(args, "args"));
     swa::MergeWork w;
     SWA_RETURN_IF_ERROR(swa::capi::ConvertMerge(a, &w));
+    SWA_RETURN_IF_ERROR(
+        swa::capi::CheckMergeDevice(a.device, cache != nullptr ? cache->impl.get() : nullptr));
     if (w.rows == 0) return absl::OkStatus();
+    if (cache == nullptr) return swa::MergeWithoutCache(a.device, w);
     return cache->impl->backend().Merge(w);
   });
 }

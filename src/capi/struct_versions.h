@@ -85,6 +85,7 @@ constexpr bool ValidVersions(const StructVersion (&versions)[N]) {
 // tests/api/struct_versions_test.cc).
 SWA_STRUCT_VERSIONS(swa_layer_desc_t, swa_layer_desc_init,
                     Before<swa_layer_desc_t>(offsetof(swa_layer_desc_t, rope_style)),  // 0.1
+                    Before<swa_layer_desc_t>(offsetof(swa_layer_desc_t, softmax_scale)),  // 0.2
                     Current<swa_layer_desc_t>());
 SWA_STRUCT_VERSIONS(swa_config_t, swa_config_init, Current<swa_config_t>());
 SWA_STRUCT_VERSIONS(swa_layout_t, nullptr, Current<swa_layout_t>());
@@ -97,7 +98,9 @@ SWA_STRUCT_VERSIONS(swa_step_args_t, swa_step_args_init,
                     Before<swa_step_args_t>(offsetof(swa_step_args_t, lse)),  // 0.1
                     Current<swa_step_args_t>());
 SWA_STRUCT_VERSIONS(swa_cache_stats_t, nullptr, Current<swa_cache_stats_t>());
-SWA_STRUCT_VERSIONS(swa_merge_args_t, swa_merge_args_init, Current<swa_merge_args_t>());
+SWA_STRUCT_VERSIONS(swa_merge_args_t, swa_merge_args_init,
+                    Before<swa_merge_args_t>(offsetof(swa_merge_args_t, device)),  // 0.2
+                    Current<swa_merge_args_t>());
 SWA_STRUCT_VERSIONS(swa_kv_store_t, swa_kv_store_init, Current<swa_kv_store_t>());
 SWA_STRUCT_VERSIONS(swa_store_memory_config_t, swa_store_memory_config_init,
                     Current<swa_store_memory_config_t>());

@@ -87,6 +87,9 @@ absl::Status ValidateLayer(const LayerSpec& l, uint32_t i) {
                    1u << 24);
   if (!std::isfinite(l.logit_softcap) || l.logit_softcap < 0)
     return Invalid("layers[%u].logit_softcap = %g is not a finite value >= 0", i, l.logit_softcap);
+  if (!std::isfinite(l.softmax_scale) || l.softmax_scale < 0)
+    return Invalid("layers[%u].softmax_scale = %g is not a finite value > 0 (or 0: 1/sqrt(head_dim))",
+                   i, l.softmax_scale);
   return ValidateRope(l.rope, l.head_dim, i);
 }
 

@@ -39,6 +39,7 @@ struct LayerSpec {
   bool has_sinks = false;
   RopeSpec rope;                      // rotation inside the step; style kNone = off
   float logit_softcap = 0;            // cap * tanh(s / cap) on the scaled logits; 0 = off
+  float softmax_scale = 0;            // the layer's; a step's non-zero one wins; 0 = 1/sqrt(D)
 };
 
 struct ModelSpec {

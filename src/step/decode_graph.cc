@@ -120,7 +120,7 @@ absl::Status DecodeGraph::Step(const StepTensors& t) {
   // Every row of the graph has its tensors (padding rows too).
   SWA_RETURN_IF_ERROR(CheckStepTensors(cache_->layout(), t, /*has_tokens=*/true));
   const StepLayer layer = cache_->StepLayerOf(t.layer);
-  const float scale = ResolveSoftmaxScale(t.softmax_scale, layer.head_dim);
+  const float scale = ResolveSoftmaxScale(t.softmax_scale, layer);
   StepResult result;
   SWA_RETURN_IF_ERROR(exec_->Step(layer, t, scale, &result));
   cache_->counters().nonfinite_blocks.fetch_add(result.nonfinite_blocks,

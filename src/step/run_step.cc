@@ -41,7 +41,7 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
     SWA_RETURN_IF_ERROR(cache.backend().Prepare(w.plan, prepared));
   w.layer = cache.StepLayerOf(tensors.layer);
   w.tensors = &tensors;
-  w.scale = ResolveSoftmaxScale(tensors.softmax_scale, w.layer.head_dim);
+  w.scale = ResolveSoftmaxScale(tensors.softmax_scale, w.layer);
 
   StepResult result;
   SWA_RETURN_IF_ERROR(cache.backend().RunStep(w, **prepared, &result));

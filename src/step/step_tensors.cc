@@ -32,8 +32,10 @@ absl::Status CheckStepTensors(const Layout& lay, const StepTensors& t, bool has_
   return absl::OkStatus();
 }
 
-float ResolveSoftmaxScale(float softmax_scale, int head_dim) {
-  return softmax_scale != 0 ? softmax_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+float ResolveSoftmaxScale(float softmax_scale, const StepLayer& layer) {
+  if (softmax_scale != 0) return softmax_scale;
+  if (layer.softmax_scale != 0) return layer.softmax_scale;
+  return 1.0f / std::sqrt(static_cast<float>(layer.head_dim));
 }
 
 }  // namespace swa

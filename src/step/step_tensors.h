@@ -17,8 +17,9 @@ namespace swa {
 // finite value >= 0. Each message names the offending tensor and the layer.
 absl::Status CheckStepTensors(const Layout& layout, const StepTensors& tensors, bool has_tokens);
 
-// The scale the scores are multiplied by: `softmax_scale`, or 1/sqrt(head_dim)
-// for 0 (the default of swa_step_args_t).
-float ResolveSoftmaxScale(float softmax_scale, int head_dim);
+// The scale the scores are multiplied by, the one rule for swa_step and the
+// graph decode: the step's `softmax_scale` when non-zero, else the layer's
+// (swa_layer_desc_t::softmax_scale) when non-zero, else 1/sqrt(head_dim).
+float ResolveSoftmaxScale(float softmax_scale, const StepLayer& layer);
 
 }  // namespace swa

@@ -21,13 +21,19 @@ namespace {
 constexpr uint32_t kWindow = 16, kDraft = 3;  // R = 20, R - W + 1 = 5
 
 // Two caches with one configuration: A runs the graph decode, B host-planned
-// steps on the valid sequences; both get the same bytes.
+// steps on the valid sequences; both get the same bytes. With
+// `scale_in_b_steps`, B's layers have no softmax_scale and B's steps pass
+// each layer's as swa_step_args_t::softmax_scale instead.
 class Rig {
  public:
   Rig(std::vector<LayerCfg> layers, uint32_t tokens, uint32_t max_seqs, swa_dtype_t dtype,
-      uint64_t seed)
-      : cfg_(std::move(layers)), tokens_(tokens), dtype_(dtype), rng_(seed) {
+      uint64_t seed, bool scale_in_b_steps = false)
+      : cfg_(std::move(layers)), tokens_(tokens), dtype_(dtype), rng_(seed),
+        scale_in_b_steps_(scale_in_b_steps) {
     for (const LayerCfg& c : cfg_) descs_.push_back(ToDesc(c, SWA_LAYER_STORED));
+    std::vector<swa_layer_desc_t> descs_b = descs_;
+    if (scale_in_b_steps)
+      for (swa_layer_desc_t& d : descs_b) d.softmax_scale = 0;
     swa_config_t c;
     swa_config_init(&c);
     c.window = kWindow;
@@ -37,7 +43,9 @@ class Rig {
     c.num_threads = 2;
     c.num_layers = uint32_t(descs_.size());
     c.layers = descs_.data();
-    for (swa_cache_t** cache : {&a_, &b_}) EXPECT_EQ(swa_cache_create(&c, cache), SWA_OK) << swa_last_error();
+    EXPECT_EQ(swa_cache_create(&c, &a_), SWA_OK) << swa_last_error();
+    c.layers = descs_b.data();
+    EXPECT_EQ(swa_cache_create(&c, &b_), SWA_OK) << swa_last_error();
     EXPECT_EQ(swa_plan_create(a_, &plan_a_), SWA_OK);
     EXPECT_EQ(swa_plan_create(b_, &plan_b_), SWA_OK);
     graph_status_ = swa_decode_graph_create(a_, max_seqs, tokens, &graph_);
@@ -87,10 +95,10 @@ class Rig {
     for (size_t l = 0; l < cfg_.size(); ++l) {
       Inputs in = MakeInputs(l, t);
       std::vector<uint8_t> out_b = Poisoned(l, t), out_a = Poisoned(l, t);
-      swa_step_args_t args = Args(l, in, out_b.data(), nullptr);
+      swa_step_args_t args = Args(l, in, out_b.data(), nullptr, /*for_b=*/true);
       ASSERT_EQ(swa_step(b_, plan_b_, &args), SWA_OK) << swa_last_error();
       if (!both) continue;
-      args.out = out_a.data();
+      args = Args(l, in, out_a.data(), nullptr);
       ASSERT_EQ(swa_step(a_, plan_a_, &args), SWA_OK) << swa_last_error();
       ASSERT_EQ(out_a, out_b) << "layer " << l;
     }
@@ -127,7 +135,7 @@ class Rig {
       std::vector<uint8_t> out_b = Poisoned(l, tb);
       std::vector<float> lse_b(size_t(tb) * c.q_heads, std::numeric_limits<float>::quiet_NaN());
       if (!host.empty()) {
-        swa_step_args_t bargs = Args(l, gb, out_b.data(), lse_b.data());
+        swa_step_args_t bargs = Args(l, gb, out_b.data(), lse_b.data(), /*for_b=*/true);
         ASSERT_EQ(swa_step(b_, plan_b_, &bargs), SWA_OK) << swa_last_error();
       }
       const size_t orow = OutRowBytes(l), lrow = size_t(c.q_heads);
@@ -211,7 +219,8 @@ class Rig {
   std::vector<uint8_t> Poisoned(size_t l, int32_t t) const {
     return std::vector<uint8_t>(size_t(t) * OutRowBytes(l) + 1, 0xFF);  // NaN in both dtypes
   }
-  swa_step_args_t Args(size_t l, const Inputs& in, void* out, float* lse) const {
+  swa_step_args_t Args(size_t l, const Inputs& in, void* out, float* lse,
+                       bool for_b = false) const {
     const LayerCfg& c = cfg_[l];
     swa_step_args_t a;
     swa_step_args_init(&a);
@@ -225,6 +234,7 @@ class Rig {
     a.out_dtype = dtype_;
     a.sinks = c.sinks ? sinks_[l].data() : nullptr;
     a.lse = lse;
+    if (for_b && scale_in_b_steps_) a.softmax_scale = c.softmax_scale;
     return a;
   }
 
@@ -234,6 +244,7 @@ class Rig {
   size_t tokens_;
   swa_dtype_t dtype_;
   std::mt19937_64 rng_;
+  bool scale_in_b_steps_ = false;
   int32_t ring_len_ = 0;
   swa_cache_t* a_ = nullptr;
   swa_cache_t* b_ = nullptr;
@@ -270,9 +281,10 @@ int32_t NextLength(Rig& rig, const Track& t, int32_t tokens) {
   return q + tokens;
 }
 
-void RunRandomSteps(uint32_t tokens, swa_dtype_t dtype, uint64_t seed) {
+void RunRandomSteps(uint32_t tokens, swa_dtype_t dtype, uint64_t seed,
+                    const std::vector<LayerCfg>& layers = Layers(), bool scale_in_b_steps = false) {
   const uint32_t max_seqs = 6;
-  Rig rig(Layers(), tokens, max_seqs, dtype, seed);
+  Rig rig(layers, tokens, max_seqs, dtype, seed, scale_in_b_steps);
   ASSERT_EQ(rig.graph_status(), SWA_OK) << swa_last_error();
   std::vector<uint32_t> slots;
   std::vector<Track> track;
@@ -323,6 +335,18 @@ TEST(DecodeGraph, MatchesHostPlannedDecodeFp32) { RunRandomSteps(1, SWA_DTYPE_FP
 TEST(DecodeGraph, MatchesHostPlannedVerifyFp32) { RunRandomSteps(4, SWA_DTYPE_FP32, 12); }
 TEST(DecodeGraph, MatchesHostPlannedVerifyBf16) { RunRandomSteps(5, SWA_DTYPE_BF16, 13); }
 TEST(DecodeGraph, MatchesHostPlannedDecodeBf16) { RunRandomSteps(1, SWA_DTYPE_BF16, 14); }
+
+// A layer's softmax_scale (swa_layer_desc_t) in the graph decode: its bits
+// equal host-planned steps on a twin whose layers have none and whose steps
+// pass the same scale as swa_step_args_t::softmax_scale (that path is checked
+// against FP64 in step_scale_test.cc).
+TEST(DecodeGraph, HonoursTheLayersSoftmaxScale) {
+  std::vector<LayerCfg> layers = Layers();
+  const float scales[] = {0.37f, 0.09f, 0.5f};  // none is 1/sqrt(head_dim)
+  for (size_t i = 0; i < layers.size(); ++i) layers[i].softmax_scale = scales[i];
+  RunRandomSteps(1, SWA_DTYPE_FP32, 15, layers, /*scale_in_b_steps=*/true);
+  RunRandomSteps(3, SWA_DTYPE_BF16, 16, layers, /*scale_in_b_steps=*/true);
+}
 
 struct BadCase {
   const char* name;

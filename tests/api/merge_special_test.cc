@@ -54,38 +54,42 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class MergeSpecial : public ::testing::TestWithParam<Case> {};
 
-// Each case in both orders: the same result whichever part is A.
+// Each case in both orders: the same result whichever part is A; with a
+// cache and without one (host memory, device -1).
 TEST_P(MergeSpecial, EitherOrder) {
   const Case c = GetParam();
-  swa_cache_t* cache = swa_test::MergeCache(1);
-  const bool exact = !(std::isfinite(c.la) && std::isfinite(c.lb) && std::fabs(c.la - c.lb) < 50);
-  Row got[2];
-  float got_lse[2];
-  for (int swap = 0; swap < 2; ++swap) {
-    const Row& a = swap ? c.ob : c.oa;
-    const Row& b = swap ? c.oa : c.ob;
-    const float la = swap ? c.lb : c.la, lb = swap ? c.la : c.lb;
-    Row out;
-    out.fill(-777.0f);
-    float lse = -777.0f;
-    ASSERT_EQ(swa_test::RunMerge(cache, 1, kDim, SWA_DTYPE_FP32, a.data(), &la, b.data(), &lb,
-                                 out.data(), &lse),
-              SWA_OK)
-        << swa_last_error();
+  swa_cache_t* with_cache = swa_test::MergeCache(1);
+  for (swa_cache_t* cache : {with_cache, static_cast<swa_cache_t*>(nullptr)}) {
+    SCOPED_TRACE(cache ? "with a cache" : "without a cache");
+    const bool exact = !(std::isfinite(c.la) && std::isfinite(c.lb) && std::fabs(c.la - c.lb) < 50);
+    Row got[2];
+    float got_lse[2];
+    for (int swap = 0; swap < 2; ++swap) {
+      const Row& a = swap ? c.ob : c.oa;
+      const Row& b = swap ? c.oa : c.ob;
+      const float la = swap ? c.lb : c.la, lb = swap ? c.la : c.lb;
+      Row out;
+      out.fill(-777.0f);
+      float lse = -777.0f;
+      ASSERT_EQ(swa_test::RunMerge(cache, 1, kDim, SWA_DTYPE_FP32, a.data(), &la, b.data(), &lb,
+                                   out.data(), &lse),
+                SWA_OK)
+          << swa_last_error();
+      for (int i = 0; i < kDim; ++i)
+        EXPECT_TRUE(Matches(out[i], c.want[i], exact))
+            << c.name << (swap ? " (swapped)" : "") << ": out[" << i << "] = " << out[i]
+            << ", want " << c.want[i];
+      EXPECT_TRUE(Matches(lse, c.want_lse, exact))
+          << c.name << (swap ? " (swapped)" : "") << ": lse = " << lse << ", want " << c.want_lse;
+      got[swap] = out, got_lse[swap] = lse;
+    }
     for (int i = 0; i < kDim; ++i)
-      EXPECT_TRUE(Matches(out[i], c.want[i], exact))
-          << c.name << (swap ? " (swapped)" : "") << ": out[" << i << "] = " << out[i] << ", want "
-          << c.want[i];
-    EXPECT_TRUE(Matches(lse, c.want_lse, exact))
-        << c.name << (swap ? " (swapped)" : "") << ": lse = " << lse << ", want " << c.want_lse;
-    got[swap] = out, got_lse[swap] = lse;
+      if (!std::isnan(got[0][i]))
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[0][i]), std::bit_cast<uint32_t>(got[1][i])) << i;
+    if (!std::isnan(got_lse[0]))
+      EXPECT_EQ(std::bit_cast<uint32_t>(got_lse[0]), std::bit_cast<uint32_t>(got_lse[1]));
   }
-  for (int i = 0; i < kDim; ++i)
-    if (!std::isnan(got[0][i]))
-      EXPECT_EQ(std::bit_cast<uint32_t>(got[0][i]), std::bit_cast<uint32_t>(got[1][i])) << i;
-  if (!std::isnan(got_lse[0]))
-    EXPECT_EQ(std::bit_cast<uint32_t>(got_lse[0]), std::bit_cast<uint32_t>(got_lse[1]));
-  swa_cache_destroy(cache);
+  swa_cache_destroy(with_cache);
 }
 
 const Row kNaNRow = {kNaN, kNaN, kNaN};

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "api/merge_util.h"
@@ -47,13 +48,14 @@ swa_cache_t* MakeCache() { return swa_test::MergeCache(); }
 struct MergeCase {
   swa_dtype_t dtype;
   bool in_place;
+  bool no_cache;  // swa_attention_merge(NULL, ...) on host memory
 };
 
 class MergeTest : public ::testing::TestWithParam<MergeCase> {};
 
 TEST_P(MergeTest, SplitKeySetsMergeToTheUnion) {
   const MergeCase mc = GetParam();
-  swa_cache_t* cache = MakeCache();
+  swa_cache_t* cache = mc.no_cache ? nullptr : MakeCache();
   std::mt19937_64 rng(77);
   std::uniform_real_distribution<double> u(-1, 1);
   const int rows = 300, d = 40;
@@ -143,9 +145,12 @@ TEST_P(MergeTest, SplitKeySetsMergeToTheUnion) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MergeTest,
-                         ::testing::Values(MergeCase{SWA_DTYPE_FP32, false},
-                                           MergeCase{SWA_DTYPE_FP32, true},
-                                           MergeCase{SWA_DTYPE_BF16, false}));
+                         ::testing::Values(MergeCase{SWA_DTYPE_FP32, false, false},
+                                           MergeCase{SWA_DTYPE_FP32, true, false},
+                                           MergeCase{SWA_DTYPE_BF16, false, false},
+                                           MergeCase{SWA_DTYPE_FP32, false, true},
+                                           MergeCase{SWA_DTYPE_FP32, true, true},
+                                           MergeCase{SWA_DTYPE_BF16, false, true}));
 
 // Random parts with FP32 inputs for the large tests: LSEs in [-6, 6], some
 // rows with A or B (or both) empty and NaN garbage in the empty part, some
@@ -272,7 +277,6 @@ TEST(Merge, RejectsBadArguments) {
   swa_merge_args_t m;
   swa_merge_args_init(&m);
   m.rows = 2, m.head_dim = 2, m.out_a = x, m.lse_a = l, m.out_b = x, m.lse_b = l, m.out = x;
-  EXPECT_EQ(swa_attention_merge(nullptr, &m), SWA_INVALID_ARGUMENT);
   EXPECT_EQ(swa_attention_merge(cache, nullptr), SWA_INVALID_ARGUMENT);
   swa_merge_args_t bad = m;
   bad.rows = -1;
@@ -367,3 +371,84 @@ TEST(Merge, WindowPlusCompressedEqualsOneSoftmax) {
 }
 
 }  // namespace
+
+// Without a cache (device -1, the default) the merge runs on the calling
+// thread: the same bits as a cache's merge, on the parallel path's sizes too,
+// and FP64-close row by row.
+TEST(MergeNoCache, SameBitsAsACachesMergeAndFp64Close) {
+  swa_cache_t* cache = swa_test::MergeCache(4);
+  const int rows = 2085, d = 64;
+  const RandomParts p(rows, d, 5);
+  std::vector<float> with(p.a.size(), std::numeric_limits<float>::quiet_NaN()), without = with;
+  std::vector<float> lse_with(rows, std::numeric_limits<float>::quiet_NaN()), lse_without = lse_with;
+  ASSERT_EQ(swa_test::RunMerge(cache, rows, d, SWA_DTYPE_FP32, p.a.data(), p.la.data(), p.b.data(),
+                               p.lb.data(), with.data(), lse_with.data()),
+            SWA_OK)
+      << swa_last_error();
+  ASSERT_EQ(swa_test::RunMerge(nullptr, rows, d, SWA_DTYPE_FP32, p.a.data(), p.la.data(),
+                               p.b.data(), p.lb.data(), without.data(), lse_without.data()),
+            SWA_OK)
+      << swa_last_error();
+  for (size_t i = 0; i < with.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(with[i]), std::bit_cast<uint32_t>(without[i])) << i;
+  for (int r = 0; r < rows; ++r) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(lse_with[r]), std::bit_cast<uint32_t>(lse_without[r])) << r;
+    const double la = p.la[r], lb = p.lb[r], m = std::max(la, lb);
+    const double wa = la == kNegInf ? 0 : std::exp(la - m);
+    const double wb = lb == kNegInf ? 0 : std::exp(lb - m);
+    for (int i = 0; i < d; ++i) {
+      const size_t k = size_t(r) * d + i;
+      const double sa = wa > 0 ? wa * p.a[k] : 0.0, sb = wb > 0 ? wb * p.b[k] : 0.0;
+      const double want = wa + wb > 0 ? (sa + sb) / (wa + wb) : 0.0;
+      ASSERT_NEAR(without[k], want, 1e-6) << r << ", " << i;
+    }
+  }
+  swa_cache_destroy(cache);
+}
+
+// A refused cache-less call names the value and writes nothing; `device`
+// must agree with a given cache.
+TEST(MergeNoCache, RejectsBadArgumentsNamingTheValue) {
+  float x[4] = {1, 2, 3, 4}, l[2] = {0, 0}, lse[2] = {-7, -7};
+  swa_merge_args_t m;
+  swa_merge_args_init(&m);
+  EXPECT_EQ(m.device, -1);
+  m.rows = 2, m.head_dim = 2, m.out_a = x, m.lse_a = l, m.out_b = x, m.lse_b = l, m.out = x;
+  m.lse = lse;
+  auto refused = [&](const swa_merge_args_t& a, swa_status_t want, const std::string& names,
+                     swa_cache_t* cache = nullptr) {
+    EXPECT_EQ(swa_attention_merge(cache, &a), want) << names;
+    EXPECT_NE(std::string(swa_last_error()).find(names), std::string::npos)
+        << swa_last_error();
+    EXPECT_EQ(x[0], 1.0f);
+    EXPECT_EQ(lse[0], -7.0f);
+  };
+  EXPECT_EQ(swa_attention_merge(nullptr, nullptr), SWA_INVALID_ARGUMENT);
+  swa_merge_args_t bad = m;
+  bad.rows = -3;
+  refused(bad, SWA_INVALID_ARGUMENT, "rows = -3");
+  bad = m, bad.head_dim = 0;
+  refused(bad, SWA_INVALID_ARGUMENT, "head_dim = 0");
+  bad = m, bad.out_b = nullptr;
+  refused(bad, SWA_INVALID_ARGUMENT, "out_b");
+  bad = m, bad.dtype = static_cast<swa_dtype_t>(9);
+  refused(bad, SWA_INVALID_ARGUMENT, "dtype");
+  bad = m, bad.struct_size = 12;
+  refused(bad, SWA_INVALID_ARGUMENT, "struct_size = 12");
+  bad = m, bad.device = -2;
+  refused(bad, SWA_INVALID_ARGUMENT, "device = -2");
+  // No such CUDA device (or no CUDA backend in this build).
+  bad = m, bad.device = 1 << 20;
+  EXPECT_NE(swa_attention_merge(nullptr, &bad), SWA_OK);
+  EXPECT_NE(std::string(swa_last_error()).find("device = 1048576"), std::string::npos)
+      << swa_last_error();
+  EXPECT_EQ(x[0], 1.0f);
+  // A CPU cache takes device -1 only.
+  swa_cache_t* cache = swa_test::MergeCache(1);
+  bad = m, bad.device = 0;
+  refused(bad, SWA_INVALID_ARGUMENT, "device = 0 but the cache is on the CPU backend", cache);
+  swa_cache_destroy(cache);
+  // rows = 0 is a no-op without a cache too.
+  bad = m, bad.rows = 0, bad.out = nullptr;
+  EXPECT_EQ(swa_attention_merge(nullptr, &bad), SWA_OK) << swa_last_error();
+}

@@ -130,6 +130,9 @@ class StepHarness {
     return true;
   }
 
+  // swa_step_args_t::softmax_scale of the following steps (0: the layer's).
+  void SetStepScale(float scale) { step_scale_ = scale; }
+
   // Outputs of the last step, last layer run, converted to float: [T, Hq, D].
   const std::vector<float>& last_output() const { return last_out_; }
 
@@ -176,6 +179,7 @@ class StepHarness {
     a.out = out.data();
     a.out_dtype = out_dtype;
     a.sinks = c.sinks ? sinks_[l].data() : nullptr;
+    a.softmax_scale = step_scale_;
     std::vector<float> lse(size_t(T) * c.q_heads, std::numeric_limits<float>::quiet_NaN());
     a.lse = lse.data();
     if (swa_step(cache_, plan_, &a) != SWA_OK) {
@@ -183,7 +187,9 @@ class StepHarness {
       return false;
     }
 
-    // Reference: record each sequence's new K/V, then attend densely.
+    // Reference: record each sequence's new K/V, then attend densely, with
+    // the scale the step's value (when set) or else the layer's names.
+    const double scale = step_scale_ != 0 ? step_scale_ : c.softmax_scale;
     const size_t tok = size_t(c.kv_heads) * c.head_dim;
     const size_t qtok = size_t(c.q_heads) * c.head_dim;
     std::vector<double> ref(qn), ref_lse(size_t(T) * c.q_heads);
@@ -194,7 +200,8 @@ class StepHarness {
                    v.data() + t0 * tok);
       for (int j = 0; j < s.seqlen_q; ++j)
         model_.Expected(int(s.slot), int(l), q_start + j, valid_[s.slot], q.data() + (t0 + j) * qtok,
-                        ref.data() + (t0 + j) * qtok, ref_lse.data() + size_t(t0 + j) * c.q_heads);
+                        ref.data() + (t0 + j) * qtok, ref_lse.data() + size_t(t0 + j) * c.q_heads,
+                        scale);
       t0 += s.seqlen_q;
     }
     last_out_.resize(qn);
@@ -252,6 +259,7 @@ class StepHarness {
   swa_cache_t* cache_ = nullptr;
   swa_plan_t* plan_ = nullptr;
   ReferenceModel model_;
+  float step_scale_ = 0;
   std::vector<int32_t> valid_;
   std::vector<float> last_out_;
   double max_error_ = 0;

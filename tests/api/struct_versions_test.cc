@@ -38,7 +38,8 @@ constexpr bool kX86_64 = false;
   constexpr size_t kSizes_##T[] = {__VA_ARGS__};                                       \
   static_assert(!kX86_64 || kSizes_##T[sizeof kSizes_##T / sizeof(size_t) - 1] == sizeof(T), \
                 #T " changed size: append the new size to its list here")
-SIZES(swa_layer_desc_t, 56, 96);  // 0.1 (82e0b87); RoPE and soft-cap appended (cac1c0f)
+SIZES(swa_layer_desc_t, 56, 96, 104);  // 0.1 (82e0b87); RoPE and soft-cap (cac1c0f);
+                                       // softmax_scale and reserved (after 0.2.0)
 SIZES(swa_config_t, 72);
 SIZES(swa_layout_t, 80);
 SIZES(swa_layer_layout_t, 72);
@@ -48,7 +49,7 @@ SIZES(swa_plan_options_t, 16);
 SIZES(swa_plan_info_t, 72);
 SIZES(swa_step_args_t, 96, 104);  // 0.1 (ae3ec38); lse appended (cac1c0f)
 SIZES(swa_cache_stats_t, 48);
-SIZES(swa_merge_args_t, 80);
+SIZES(swa_merge_args_t, 80, 88);  // 0.2; device appended (after 0.2.0)
 SIZES(swa_kv_store_t, 56);
 SIZES(swa_store_memory_config_t, 16);  // also as swa_memory_store_config_t before the rename
 SIZES(swa_store_memory_stats_t, 80);
@@ -77,7 +78,10 @@ std::vector<unsigned char> CallerBytes(T full, size_t size) {
 template <size_t N>
 std::vector<size_t> UnknownSizes(const size_t (&known)[N]) {
   std::vector<size_t> bad = {0, known[0] - 8, known[N - 1] + 8, known[N - 1] + 4096};
-  for (size_t i = 1; i < N; ++i) bad.push_back(known[i - 1] + 8 < known[i] ? known[i - 1] + 8 : 1);
+  // Between two: 8 past the older, or halfway where they are 8 apart.
+  for (size_t i = 1; i < N; ++i)
+    bad.push_back(known[i - 1] + 8 < known[i] ? known[i - 1] + 8
+                                              : known[i - 1] + (known[i] - known[i - 1]) / 2);
   return bad;
 }
 
@@ -164,15 +168,18 @@ TEST_F(StructVersions, LayerDescArray) {
         const size_t stride = first->struct_size;
         const size_t room = std::max(stride, sizeof(swa_layer_desc_t));
         std::vector<unsigned char> array(2 * room + kSlack, kPoison);
-        // 0.1's fields ended at rope_style; its tail padding is the caller's
-        // garbage (poison here), which must not be read as a RoPE field.
-        const size_t v1_end = offsetof(swa_layer_desc_t, rope_style);
+        // 0.1's fields ended at rope_style, 0.2's at softmax_scale; their tail
+        // padding is the caller's garbage (poison here), which must not be
+        // read as a RoPE field or as the softmax scale.
+        const size_t fields_end = stride == 56   ? offsetof(swa_layer_desc_t, rope_style)
+                                  : stride == 96 ? offsetof(swa_layer_desc_t, softmax_scale)
+                                                 : stride;
         for (int i = 0; i < 2; ++i) {
           swa_layer_desc_t d = layers_[i];
           d.struct_size = stride;
           std::memcpy(&array[i * stride], &d, std::min(std::max(stride, sizeof(size_t)), sizeof d));
-          if (stride > v1_end && stride < sizeof d)
-            std::memset(&array[i * stride + v1_end], kPoison, stride - v1_end);
+          if (fields_end < stride && stride < sizeof d)
+            std::memset(&array[i * stride + fields_end], kPoison, stride - fields_end);
         }
         swa_config_t c = config_;
         c.layers = reinterpret_cast<const swa_layer_desc_t*>(array.data());

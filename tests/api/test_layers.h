@@ -22,6 +22,7 @@ struct LayerCfg {
   float rope_attention_factor = 0;
   bool derotate = false;
   float softcap = 0;
+  float softmax_scale = 0;  // the layer's (swa_layer_desc_t); 0 = 1/sqrt(head_dim)
 };
 
 inline swa_layer_desc_t ToDesc(const LayerCfg& c, swa_layer_role_t role) {
@@ -44,6 +45,7 @@ inline swa_layer_desc_t ToDesc(const LayerCfg& c, swa_layer_role_t role) {
   d.rope_attention_factor = c.rope_attention_factor;
   d.rope_derotate_output = c.derotate;
   d.logit_softcap = c.softcap;
+  d.softmax_scale = c.softmax_scale;
   return d;
 }
 

@@ -4,11 +4,14 @@
 // garbage in empty parts and an occasional NaN or Inf in an output. Both
 // backends share MergeOf (src/common/merge.h), so every NaN must sit in the
 // same place; values agree to the two expf/logf implementations' rounding.
+// Without a cache (device 0, on a stream of the test's) the CUDA merge gives
+// the cached one's bits.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "api/merge_util.h"
@@ -115,6 +118,27 @@ TEST_P(CudaMerge, MatchesTheCpuBackendWithNaNAndInfinities) {
   dlse.Download(cuda_lse.data(), rows * 4);
   swa_cache_destroy(cuda);
 
+  // No cache: device 0, the test's stream; poison again first.
+  CUDA_ASSERT(cudaMemset(dout.get(), 0x7F, n * elem));
+  CUDA_ASSERT(cudaMemset(dlse.get(), 0x7F, rows * 4));
+  cudaStream_t stream;
+  CUDA_ASSERT(cudaStreamCreate(&stream));
+  swa_merge_args_t m;
+  swa_merge_args_init(&m);
+  m.rows = rows, m.head_dim = d, m.dtype = dtype, m.out_a = da.get();
+  m.lse_a = static_cast<const float*>(dla.get()), m.out_b = db.get();
+  m.lse_b = static_cast<const float*>(dlb.get()), m.out = dout.get();
+  m.lse = static_cast<float*>(dlse.get()), m.stream = stream, m.device = 0;
+  ASSERT_EQ(swa_attention_merge(nullptr, &m), SWA_OK) << swa_last_error();
+  CUDA_ASSERT(cudaStreamSynchronize(stream));
+  CUDA_ASSERT(cudaStreamDestroy(stream));
+  std::vector<uint8_t> nocache_out(n * elem);
+  std::vector<float> nocache_lse(rows);
+  dout.Download(nocache_out.data(), nocache_out.size());
+  dlse.Download(nocache_lse.data(), rows * 4);
+  EXPECT_EQ(nocache_out, cuda_out) << "the cache-less merge differs from the cached one";
+  EXPECT_EQ(0, std::memcmp(nocache_lse.data(), cuda_lse.data(), rows * 4));
+
   int bad = 0;
   for (int r = 0; r < rows && bad < 5; ++r) {
     bool ok = Close(cuda_lse[r], cpu_lse[r], SWA_DTYPE_FP32);
@@ -130,5 +154,36 @@ TEST_P(CudaMerge, MatchesTheCpuBackendWithNaNAndInfinities) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaMerge, ::testing::Values(SWA_DTYPE_FP32, SWA_DTYPE_BF16));
+
+// A device that does not exist (no cache), and a device other than a CUDA
+// cache's: INVALID_ARGUMENT naming it, nothing written.
+TEST(CudaMergeNoCache, RefusesADeviceThatDoesNotExistOrDiffersFromTheCaches) {
+  SWA_SKIP_WITHOUT_DEVICE();
+  int count = 0;
+  CUDA_ASSERT(cudaGetDeviceCount(&count));
+  DeviceBuffer x(4 * 4), l(2 * 4);
+  const float poison[4] = {-7, -7, -7, -7};
+  x.Upload(poison, sizeof poison);
+  swa_merge_args_t m;
+  swa_merge_args_init(&m);
+  m.rows = 2, m.head_dim = 2, m.out_a = x.get(), m.lse_a = static_cast<const float*>(l.get());
+  m.out_b = x.get(), m.lse_b = static_cast<const float*>(l.get()), m.out = x.get();
+  m.device = count;
+  EXPECT_EQ(swa_attention_merge(nullptr, &m), SWA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(swa_last_error()).find("device = " + std::to_string(count)),
+            std::string::npos)
+      << swa_last_error();
+  swa_cache_t* cuda = CudaCache();
+  ASSERT_NE(cuda, nullptr);
+  m.device = count;  // not the cache's device 0
+  EXPECT_EQ(swa_attention_merge(cuda, &m), SWA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(swa_last_error()).find("but the cache is on CUDA device 0"),
+            std::string::npos)
+      << swa_last_error();
+  swa_cache_destroy(cuda);
+  float back[4];
+  x.Download(back, sizeof back);
+  EXPECT_EQ(back[0], -7.0f);
+}
 
 }  // namespace

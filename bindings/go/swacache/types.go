@@ -95,6 +95,7 @@ type LayerDesc struct {
 	RopeAttentionFactor          float32 // Multiplies cos and sin; 0 = the default.
 	RopeDerotateOutput           bool    // Rotate the output's rotary dims back.
 	LogitSoftcap                 float32 // Logit soft-cap; 0 = off.
+	SoftmaxScale                 float32 // The layer's softmax scale; 0 = 1/sqrt(HeadDim); a step's non-zero one wins.
 }
 
 // RopeStyle is how a layer's rotary dims pair up (swa_rope_style_t).
@@ -123,6 +124,7 @@ func DefaultLayerDesc() LayerDesc {
 		RopeYarnBetaFast:             float32(d.rope_yarn_beta_fast), RopeYarnBetaSlow: float32(d.rope_yarn_beta_slow),
 		RopeYarnTruncate: d.rope_yarn_truncate != 0, RopeAttentionFactor: float32(d.rope_attention_factor),
 		RopeDerotateOutput: d.rope_derotate_output != 0, LogitSoftcap: float32(d.logit_softcap),
+		SoftmaxScale: float32(d.softmax_scale),
 	}
 }
 
@@ -149,6 +151,7 @@ func (l *LayerDesc) toC(d *C.swa_layer_desc_t) {
 	d.rope_attention_factor = C.float(l.RopeAttentionFactor)
 	d.rope_derotate_output = cbool(l.RopeDerotateOutput)
 	d.logit_softcap = C.float(l.LogitSoftcap)
+	d.softmax_scale = C.float(l.SoftmaxScale)
 }
 
 func cbool(b bool) C.uint32_t {

@@ -43,6 +43,7 @@ class Layer:
     rope_attention_factor: float = 0.0
     rope_derotate_output: bool = False
     logit_softcap: float = 0.0
+    softmax_scale: float = 0.0  # 0 = 1/sqrt(head_dim); a step's non-zero scale overrides it
 
     def _to_c(self, out: L.LayerDesc) -> None:
         _lib.swa_layer_desc_init(byref(out))

@@ -65,6 +65,8 @@ class LayerDesc(Structure):
         ("rope_attention_factor", c_float),
         ("rope_derotate_output", c_uint32),
         ("logit_softcap", c_float),
+        ("softmax_scale", c_float),
+        ("reserved", c_uint32),
     ]
 
 
@@ -231,6 +233,7 @@ class MergeArgs(Structure):
         ("out", c_void_p),
         ("lse", c_void_p),
         ("stream", c_void_p),
+        ("device", c_int32),
     ]
 
 

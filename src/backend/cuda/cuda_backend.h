@@ -16,4 +16,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device);
 // True when the CUDA runtime reports at least one device (for SWA_BACKEND_AUTO).
 bool DeviceAvailable();
 
+// swa_attention_merge without a cache: the merge kernel on work.stream, with
+// `device` (checked: it must exist) current for the launch.
+absl::Status MergeOnDevice(int device, const MergeWork& work);
+
 }  // namespace swa::cuda

@@ -184,10 +184,21 @@ pub struct swa_layer_desc {
     #[doc = " s = cap * tanh(s / cap) on the scaled logits before the softmax (Gemma-2);"]
     #[doc = "  0 = off. Default 0."]
     pub logit_softcap: f32,
+    #[doc = " The layer's softmax scale: the scores q.k are multiplied by it before the"]
+    #[doc = "  soft-cap and the softmax (\\ref sem_attention); 0 = 1/sqrt(head_dim)."]
+    #[doc = "  A non-zero swa_step_args_t::softmax_scale overrides it for that step"]
+    #[doc = "  (swa_step() and the graph decode alike). Gemma-2's"]
+    #[doc = "  query_pre_attn_scalar q gives 1/sqrt(q) here, next to its soft-cap."]
+    #[doc = "  Finite and >= 0. Default 0."]
+    pub softmax_scale: f32,
+    #[doc = " Must be 0 (INVALID_ARGUMENT otherwise): room for a later field whose 0"]
+    #[doc = "  keeps today's behaviour (softmax_scale alone would not have grown the"]
+    #[doc = "  struct past 0.2.0's padded size). Default 0."]
+    pub reserved: u32,
 }
 #[test]
 fn bindgen_test_layout_swa_layer_desc() {
-    assert_eq!(::core::mem::size_of::<swa_layer_desc>(), 96usize, concat!("Size of: ", stringify!(swa_layer_desc)));
+    assert_eq!(::core::mem::size_of::<swa_layer_desc>(), 104usize, concat!("Size of: ", stringify!(swa_layer_desc)));
     assert_eq!(::core::mem::align_of::<swa_layer_desc>(), 8usize, concat!("Alignment of ", stringify!(swa_layer_desc)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -458,6 +469,30 @@ fn bindgen_test_layout_swa_layer_desc() {
         );
     }
     test_field_logit_softcap();
+    fn test_field_softmax_scale() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).softmax_scale) as usize - ptr as usize
+            },
+            92usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(softmax_scale))
+        );
+    }
+    test_field_softmax_scale();
+    fn test_field_reserved() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).reserved) as usize - ptr as usize
+            },
+            96usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(reserved))
+        );
+    }
+    test_field_reserved();
 }
 #[doc = " \\brief Description of one SWA layer. Fill with swa_layer_desc_init()."]
 pub type swa_layer_desc_t = swa_layer_desc;
@@ -2104,7 +2139,8 @@ pub struct swa_step_args {
     pub out_dtype: swa_dtype_t,
     #[doc = "< [Hq] sink logits: required for layers with has_sinks, else NULL."]
     pub sinks: *const f32,
-    #[doc = "< Score scale; 0 = 1/sqrt(D). Default 0."]
+    #[doc = " Score scale; 0 = the layer's swa_layer_desc_t::softmax_scale, or"]
+    #[doc = "  1/sqrt(D) where that is 0 too. Default 0."]
     pub softmax_scale: f32,
     #[doc = "< cudaStream_t on the CUDA backend; ignored on the CPU."]
     pub stream: *mut core::ffi::c_void,
@@ -2456,9 +2492,10 @@ extern "C" {
 #[doc = ""]
 #[doc = "  Two partial attentions over disjoint key sets of the same query rows, each"]
 #[doc = "  with its per-row LSE (as swa_step() writes it in `lse`), combined into the"]
-#[doc = "  attention over the union of the key sets (\\ref sem_merge). Tensors are"]
-#[doc = "  host memory on the CPU backend, device memory on the CUDA backend; all are"]
-#[doc = "  borrowed for the call only."]
+#[doc = "  attention over the union of the key sets (\\ref sem_merge). With a cache,"]
+#[doc = "  tensors are host memory on the CPU backend, device memory on the CUDA"]
+#[doc = "  backend; without one, `device` says which. All are borrowed for the call"]
+#[doc = "  only."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct swa_merge_args {
@@ -2484,10 +2521,16 @@ pub struct swa_merge_args {
     pub lse: *mut f32,
     #[doc = "< cudaStream_t on the CUDA backend; ignored on the CPU."]
     pub stream: *mut core::ffi::c_void,
+    #[doc = " Where the tensors live when swa_attention_merge() gets no cache: -1 ="]
+    #[doc = "  host memory (merged on the calling thread); d >= 0 = device memory of"]
+    #[doc = "  CUDA device d, merged on `stream` (needs a build with the CUDA backend)."]
+    #[doc = "  With a cache it must be -1 or, on a CUDA cache, the cache's device."]
+    #[doc = "  Default -1."]
+    pub device: i32,
 }
 #[test]
 fn bindgen_test_layout_swa_merge_args() {
-    assert_eq!(::core::mem::size_of::<swa_merge_args>(), 80usize, concat!("Size of: ", stringify!(swa_merge_args)));
+    assert_eq!(::core::mem::size_of::<swa_merge_args>(), 88usize, concat!("Size of: ", stringify!(swa_merge_args)));
     assert_eq!(::core::mem::align_of::<swa_merge_args>(), 8usize, concat!("Alignment of ", stringify!(swa_merge_args)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -2621,14 +2664,27 @@ fn bindgen_test_layout_swa_merge_args() {
         );
     }
     test_field_stream();
+    fn test_field_device() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_merge_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).device) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(swa_merge_args), "::", stringify!(device))
+        );
+    }
+    test_field_device();
 }
 #[doc = " \\brief Arguments of swa_attention_merge(). Fill with swa_merge_args_init()."]
 #[doc = ""]
 #[doc = "  Two partial attentions over disjoint key sets of the same query rows, each"]
 #[doc = "  with its per-row LSE (as swa_step() writes it in `lse`), combined into the"]
-#[doc = "  attention over the union of the key sets (\\ref sem_merge). Tensors are"]
-#[doc = "  host memory on the CPU backend, device memory on the CUDA backend; all are"]
-#[doc = "  borrowed for the call only."]
+#[doc = "  attention over the union of the key sets (\\ref sem_merge). With a cache,"]
+#[doc = "  tensors are host memory on the CPU backend, device memory on the CUDA"]
+#[doc = "  backend; without one, `device` says which. All are borrowed for the call"]
+#[doc = "  only."]
 pub type swa_merge_args_t = swa_merge_args;
 extern "C" {
     #[doc = " \\brief Fill *args with the defaults listed on swa_merge_args_t (pointers NULL)."]
@@ -2654,15 +2710,27 @@ extern "C" {
     #[doc = "  two LSEs only. The CPU and CUDA backends apply the same rules. A sink"]
     #[doc = "  belongs to exactly one part: give it to one call of swa_step() (sinks) and"]
     #[doc = "  not to the engine's other attention."]
+    #[doc = "  The merge is pure arithmetic and needs no cache: with cache = NULL,"]
+    #[doc = "  args->device selects host memory (-1, the default: merged on the calling"]
+    #[doc = "  thread, no pool) or CUDA device memory (d >= 0: one kernel on args->stream"]
+    #[doc = "  on device d, the same kernel a CUDA cache runs). Host results are the same"]
+    #[doc = "  bits with or without a cache."]
     #[doc = "  \\param[in] cache Selects the backend (host or device pointers); its slots"]
-    #[doc = "  are not touched."]
+    #[doc = "  are not touched. May be NULL (see above)."]
     #[doc = "  \\param[in] args The tensors and sizes."]
     #[doc = "  \\retval SWA_OK on success."]
-    #[doc = "  \\retval SWA_INVALID_ARGUMENT for a NULL cache or args, a bad struct_size,"]
-    #[doc = "  a negative rows, head_dim = 0, NULL tensors (when rows > 0), an unknown"]
-    #[doc = "  dtype, or sizes that overflow: rows * head_dim above 2^60 (the message"]
-    #[doc = "  names both values). Nothing is written then."]
-    #[doc = "  \\note Thread-safe; on the CUDA backend the work is enqueued on args->stream."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for a NULL args, a bad struct_size, a"]
+    #[doc = "  negative rows, head_dim = 0, NULL tensors (when rows > 0), an unknown"]
+    #[doc = "  dtype, sizes that overflow: rows * head_dim above 2^60 (the message names"]
+    #[doc = "  both values), a device below -1, or a device that differs from the"]
+    #[doc = "  cache's (a CPU cache takes -1 only; a CUDA cache -1 or its own device),"]
+    #[doc = "  or, with cache = NULL, a CUDA device d that does not exist. Nothing is"]
+    #[doc = "  written then."]
+    #[doc = "  \\retval SWA_UNIMPLEMENTED for cache = NULL and device >= 0 in a build"]
+    #[doc = "  without the CUDA backend."]
+    #[doc = "  \\retval SWA_INTERNAL when the CUDA launch fails (the message names the"]
+    #[doc = "  CUDA error)."]
+    #[doc = "  \\note Thread-safe; on CUDA the work is enqueued on args->stream."]
     pub fn swa_attention_merge(cache: *mut swa_cache_t, args: *const swa_merge_args_t) -> swa_status_t;
 }
 #[repr(C)]

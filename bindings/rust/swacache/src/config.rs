@@ -131,6 +131,9 @@ pub struct LayerDesc {
     pub rope_derotate_output: bool,
     /// Logit soft-cap; 0 = off.
     pub logit_softcap: f32,
+    /// The layer's softmax scale; 0 = 1/sqrt(head_dim). A step's non-zero
+    /// scale overrides it.
+    pub softmax_scale: f32,
 }
 
 impl Default for LayerDesc {
@@ -160,6 +163,7 @@ impl Default for LayerDesc {
             rope_attention_factor: d.rope_attention_factor,
             rope_derotate_output: d.rope_derotate_output != 0,
             logit_softcap: d.logit_softcap,
+            softmax_scale: d.softmax_scale,
         }
     }
 }
@@ -189,6 +193,8 @@ impl LayerDesc {
             rope_attention_factor: self.rope_attention_factor,
             rope_derotate_output: self.rope_derotate_output as u32,
             logit_softcap: self.logit_softcap,
+            softmax_scale: self.softmax_scale,
+            reserved: 0,
         }
     }
 }

@@ -144,6 +144,7 @@ impl Cache {
             out,
             lse,
             stream: ptr::null_mut(),
+            device: -1,
         };
         // SAFETY: every length was checked against rows and head_dim; the
         // borrows make the outputs disjoint from the inputs, except the exact
