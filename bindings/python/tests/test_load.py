@@ -81,7 +81,10 @@ def _run_in(path, code, env_update, unset=()):
         env.pop(k, None)
     env.update(env_update)
     env["PYTHONPATH"] = str(path)
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    # `python -c` puts the working directory first on sys.path: run in `path`,
+    # or the checkout's own swacache/ (no library inside) would be imported.
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          cwd=str(path))
 
 
 def test_bundled_library_is_found_without_environment(tmp_path):
