@@ -34,7 +34,7 @@ source scripts/build_env.sh
 # the install, the project as a subproject, the README compiled with the system
 # compiler, Python ctypes, the Rust and Go bindings (each would need the
 # sanitizer runtime preloaded into its own toolchain's programs), Doxygen.
-SWA_NOT_SANITIZED='^(install_consumer|subproject_no_tests|readme_example|python_oracles|python_binding|python_engine|rust_binding|go_binding|doxygen|cli_help)$'
+SWA_NOT_SANITIZED='^(install_consumer|subproject_no_tests|readme_example|python_oracles|python_binding|python_engine|rust_binding|go_binding|doxygen|doxygen_experimental|cli_help)$'
 # Tests that run threads against one cache or store.
 SWA_TSAN_TESTS=(concurrency_test store_slot_busy_test thread_pool_test store_memory_test)
 
