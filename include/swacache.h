@@ -126,7 +126,14 @@ SWA_API const char* swa_last_error(void);
 typedef enum swa_format {
   SWA_FORMAT_MXFP8 = 0, /**< D E4M3 codes then D/32 E8M0 scales: D + D/32 bytes. */
   SWA_FORMAT_BF16 = 1,  /**< 2D bytes. */
-  SWA_FORMAT_FP32 = 2   /**< 4D bytes (debug and reference). */
+  SWA_FORMAT_FP32 = 2,  /**< 4D bytes (debug and reference). */
+  /** DeepSeek-V4's FP8 record (`fp8_ds_mla` in vLLM, FlashMLA's MODEL1 record):
+   *  D must be 512, the last 64 dims being the RoPE part. 584 bytes: the 448
+   *  NoPE dims as E4M3 codes, the 64 RoPE dims as BF16 (128 bytes), then 7
+   *  UE8M0 scales (one per 64 NoPE dims) and one zero pad byte. The scale of a
+   *  group is 2^ceil(log2(max(amax/448, 1e-4))). See \ref md_docs_codec
+   *  "docs/codec.md" for the byte order and how it maps to a FlashMLA page. */
+  SWA_FORMAT_FP8_DS_MLA = 3
 } swa_format_t;
 
 /** \brief Element type of tensors exchanged with the library. */
@@ -1091,12 +1098,13 @@ SWA_API swa_status_t swa_slot_set_lengths(swa_cache_t* cache, const uint32_t* sl
 /* ---- Codec -------------------------------------------------------------- */
 
 /** \brief Bytes of one stored vector of `dim` values in `format` (\ref sem_slot_layout):
- *  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`.
+ *  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`, FP8_DS_MLA 584 (dim 512 only).
  *  \warning Experimental: may change before 1.0.
  *  \param[in] format A swa_format_t value.
  *  \param[in] dim Values per vector: a positive multiple of 32, at most 16384.
  *  \param[out] out Receives the byte count; unchanged on failure.
- *  \retval SWA_OK; SWA_INVALID_ARGUMENT for an unknown format, a bad dim or NULL out.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for an unknown format, a bad dim (any
+ *  dim but 512 for FP8_DS_MLA) or NULL out.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, uint32_t* out);
 
@@ -1106,10 +1114,14 @@ SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, 
  *  MXFP8: each vector becomes `dim` E4M3 codes followed by `dim/32` E8M0 scales;
  *  a 32-value block holding a NaN or Inf gets scale 0xFF and codes 0x7F. BF16:
  *  round to nearest even (NaN kept, quietened). FP32: the values as they are.
+ *  FP8_DS_MLA (dim 512): the NoPE dims 0..447 in 64-value groups, E4M3 codes
+ *  under a power-of-two scale, the RoPE dims 448..511 as BF16; a group holding
+ *  a NaN or Inf gets scale 0xFF and codes 0x7F; its scale rule is fixed, so
+ *  `mode` is ignored.
  *  Results are bit-identical on every CPU path and on the CUDA kernels.
  *  \warning Experimental: may change before 1.0.
  *  \param[in] format Stored format.
- *  \param[in] mode MXFP8 scale rule (ignored, but still validated, for BF16/FP32).
+ *  \param[in] mode MXFP8 scale rule (ignored, but still validated, for the other formats).
  *  \param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type.
  *  Borrowed for the call.
  *  \param[in] src_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
@@ -1118,7 +1130,8 @@ SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, 
  *  \param[out] dst `n_vectors * swa_format_vector_bytes(format, dim)` bytes,
  *  aligned to 4 (FP32) or 2 (BF16) for those formats; must not overlap src.
  *  \param[out] nonfinite_blocks Optional (NULL allowed): receives the number of
- *  32-value blocks that contained a NaN or Inf.
+ *  32-value blocks that contained a NaN or Inf (FP8_DS_MLA: 64-value NoPE
+ *  groups and 32-value halves of the RoPE part).
  *  \retval SWA_OK on success.
  *  \retval SWA_INVALID_ARGUMENT for an unknown enum value, a bad dim, a NULL or
  *  misaligned buffer, overlapping buffers or a size that overflows; nothing is
@@ -1148,7 +1161,8 @@ SWA_API swa_status_t swa_codec_encode(swa_format_t format, swa_scale_mode_t mode
  *  \param[in] dst_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
  *  \param[out] nonfinite_blocks Optional (NULL allowed): receives the number of
  *  blocks that decode to NaN/Inf markers: MXFP8 blocks with scale 0xFF, BF16 and
- *  FP32 32-value blocks holding a NaN or Inf.
+ *  FP32 32-value blocks holding a NaN or Inf; FP8_DS_MLA 64-value NoPE groups
+ *  with scale 0xFF and 32-value halves of the RoPE part holding a NaN or Inf.
  *  \retval SWA_OK on success.
  *  \retval SWA_INVALID_ARGUMENT as for swa_codec_encode(); nothing is written then.
  *  \note Thread-safe; runs on the calling thread. */

@@ -11,6 +11,9 @@ const (
 	FormatMXFP8 Format = 0 // D E4M3 codes then D/32 E8M0 scales.
 	FormatBF16  Format = 1 // 2D bytes.
 	FormatFP32  Format = 2 // 4D bytes (debug and reference).
+	// FormatFP8DsMla is DeepSeek-V4's 584-byte record (dim 512): 448 E4M3 NoPE
+	// codes, 64 BF16 RoPE dims, 7 UE8M0 scales and a pad byte.
+	FormatFP8DsMla Format = 3
 )
 
 // Dtype is the element type of a tensor exchanged with the library (swa_dtype_t).

@@ -15,6 +15,9 @@ class Format(enum.IntEnum):
     MXFP8 = 0
     BF16 = 1
     FP32 = 2
+    #: DeepSeek-V4's 584-byte record (dim 512): 448 E4M3 NoPE codes, 64 BF16
+    #: RoPE dims, 7 UE8M0 scales and a pad byte.
+    FP8_DS_MLA = 3
 
 
 class DType(enum.IntEnum):

@@ -84,6 +84,13 @@ pub const SWA_FORMAT_MXFP8: swa_format = 0;
 pub const SWA_FORMAT_BF16: swa_format = 1;
 #[doc = "< 4D bytes (debug and reference)."]
 pub const SWA_FORMAT_FP32: swa_format = 2;
+#[doc = " DeepSeek-V4's FP8 record (`fp8_ds_mla` in vLLM, FlashMLA's MODEL1 record):"]
+#[doc = "  D must be 512, the last 64 dims being the RoPE part. 584 bytes: the 448"]
+#[doc = "  NoPE dims as E4M3 codes, the 64 RoPE dims as BF16 (128 bytes), then 7"]
+#[doc = "  UE8M0 scales (one per 64 NoPE dims) and one zero pad byte. The scale of a"]
+#[doc = "  group is 2^ceil(log2(max(amax/448, 1e-4))). See \\ref md_docs_codec"]
+#[doc = "  \"docs/codec.md\" for the byte order and how it maps to a FlashMLA page."]
+pub const SWA_FORMAT_FP8_DS_MLA: swa_format = 3;
 #[doc = " \\brief Storage format of the KV vectors in a layer's ring (\\ref sem_slot_layout)."]
 pub type swa_format = core::ffi::c_uint;
 #[doc = " \\brief Storage format of the KV vectors in a layer's ring (\\ref sem_slot_layout)."]
@@ -2735,12 +2742,13 @@ extern "C" {
 }
 extern "C" {
     #[doc = " \\brief Bytes of one stored vector of `dim` values in `format` (\\ref sem_slot_layout):"]
-    #[doc = "  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`."]
+    #[doc = "  MXFP8 `dim + dim/32`, BF16 `2*dim`, FP32 `4*dim`, FP8_DS_MLA 584 (dim 512 only)."]
     #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in] format A swa_format_t value."]
     #[doc = "  \\param[in] dim Values per vector: a positive multiple of 32, at most 16384."]
     #[doc = "  \\param[out] out Receives the byte count; unchanged on failure."]
-    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for an unknown format, a bad dim or NULL out."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for an unknown format, a bad dim (any"]
+    #[doc = "  dim but 512 for FP8_DS_MLA) or NULL out."]
     #[doc = "  \\note Thread-safe."]
     pub fn swa_format_vector_bytes(format: swa_format_t, dim: u32, out: *mut u32) -> swa_status_t;
 }
@@ -2751,10 +2759,14 @@ extern "C" {
     #[doc = "  MXFP8: each vector becomes `dim` E4M3 codes followed by `dim/32` E8M0 scales;"]
     #[doc = "  a 32-value block holding a NaN or Inf gets scale 0xFF and codes 0x7F. BF16:"]
     #[doc = "  round to nearest even (NaN kept, quietened). FP32: the values as they are."]
+    #[doc = "  FP8_DS_MLA (dim 512): the NoPE dims 0..447 in 64-value groups, E4M3 codes"]
+    #[doc = "  under a power-of-two scale, the RoPE dims 448..511 as BF16; a group holding"]
+    #[doc = "  a NaN or Inf gets scale 0xFF and codes 0x7F; its scale rule is fixed, so"]
+    #[doc = "  `mode` is ignored."]
     #[doc = "  Results are bit-identical on every CPU path and on the CUDA kernels."]
     #[doc = "  \\warning Experimental: may change before 1.0."]
     #[doc = "  \\param[in] format Stored format."]
-    #[doc = "  \\param[in] mode MXFP8 scale rule (ignored, but still validated, for BF16/FP32)."]
+    #[doc = "  \\param[in] mode MXFP8 scale rule (ignored, but still validated, for the other formats)."]
     #[doc = "  \\param[in] src `n_vectors * dim` values of `src_dtype`, aligned to their type."]
     #[doc = "  Borrowed for the call."]
     #[doc = "  \\param[in] src_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16."]
@@ -2763,7 +2775,8 @@ extern "C" {
     #[doc = "  \\param[out] dst `n_vectors * swa_format_vector_bytes(format, dim)` bytes,"]
     #[doc = "  aligned to 4 (FP32) or 2 (BF16) for those formats; must not overlap src."]
     #[doc = "  \\param[out] nonfinite_blocks Optional (NULL allowed): receives the number of"]
-    #[doc = "  32-value blocks that contained a NaN or Inf."]
+    #[doc = "  32-value blocks that contained a NaN or Inf (FP8_DS_MLA: 64-value NoPE"]
+    #[doc = "  groups and 32-value halves of the RoPE part)."]
     #[doc = "  \\retval SWA_OK on success."]
     #[doc = "  \\retval SWA_INVALID_ARGUMENT for an unknown enum value, a bad dim, a NULL or"]
     #[doc = "  misaligned buffer, overlapping buffers or a size that overflows; nothing is"]
@@ -2800,7 +2813,8 @@ extern "C" {
     #[doc = "  \\param[in] dst_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16."]
     #[doc = "  \\param[out] nonfinite_blocks Optional (NULL allowed): receives the number of"]
     #[doc = "  blocks that decode to NaN/Inf markers: MXFP8 blocks with scale 0xFF, BF16 and"]
-    #[doc = "  FP32 32-value blocks holding a NaN or Inf."]
+    #[doc = "  FP32 32-value blocks holding a NaN or Inf; FP8_DS_MLA 64-value NoPE groups"]
+    #[doc = "  with scale 0xFF and 32-value halves of the RoPE part holding a NaN or Inf."]
     #[doc = "  \\retval SWA_OK on success."]
     #[doc = "  \\retval SWA_INVALID_ARGUMENT as for swa_codec_encode(); nothing is written then."]
     #[doc = "  \\note Thread-safe; runs on the calling thread."]

@@ -33,6 +33,9 @@ c_enum!(
         Bf16 = sys::SWA_FORMAT_BF16,
         /// 4D bytes (debug and reference).
         Fp32 = sys::SWA_FORMAT_FP32,
+        /// DeepSeek-V4's 584-byte record (dim 512): 448 E4M3 NoPE codes, 64 BF16
+        /// RoPE dims, 7 UE8M0 scales and a pad byte.
+        Fp8DsMla = sys::SWA_FORMAT_FP8_DS_MLA,
     }
 );
 c_enum!(
