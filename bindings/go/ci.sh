@@ -32,7 +32,9 @@ export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export CGO_ENABLED=1
 # No network: the module uses the standard library only.
 export GOPROXY=off GOTOOLCHAIN=local
-export GOCACHE="${GOCACHE:-$build/go-cache}" GOPATH="${GOPATH:-$build/go-path}"
+# The build cache lives outside the clone (Go's own default place), so a later
+# CI run on the same machine reuses the race-instrumented standard library.
+export GOCACHE="${GOCACHE:-$HOME/.cache/go-build}" GOPATH="${GOPATH:-$build/go-path}"
 
 cd "$here"
 echo "== gofmt"
