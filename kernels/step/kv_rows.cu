@@ -2,6 +2,7 @@
 #include "kernels/step/kv_rows.h"
 
 #include "common/mxfp8_math.h"
+#include "kernels/step/ds_mla_block.h"
 #include "kernels/step/mxfp8_block.h"
 #include "kernels/common/launch.cuh"
 
@@ -71,29 +72,41 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(EncodeParams p) {
     const void* src = is_v ? p.v_new : p.k_new;
     // A rotated key is FP32 from here on, whatever its source dtype (as on the CPU).
     const bool rotate = !is_v && p.rope.on();
-    if (rotate) {
-      // The whole block is rotated first (the NEOX partner of a dim may lie in
-      // another block of the vector: it is read from the source), so the
-      // block's scale comes from the rotated values.
-      const int64_t head0 = elem0 - int64_t(b) * 32;
-      const bool fp32 = p.src_dtype == Dtype::kFp32;
-      auto load = [&](uint32_t d) -> float {
-        return fp32 ? static_cast<const float*>(src)[head0 + d]
-                    : codec::Bf16ToFloat(static_cast<const uint16_t*>(src)[head0 + d]);
-      };
-      RotatedBlockBits(p.rope, uint32_t(b), p.rope.TokenRow(t), load, bits);
-    } else if (p.src_dtype == Dtype::kFp32) {
-      const float* s = static_cast<const float*>(src) + elem0;
+    const int64_t head0 = elem0 - int64_t(b) * 32;
+    // The FP32 bits of block `blk` of this vector.
+    auto block_bits = [&](int blk, uint32_t* out) {
+      if (rotate) {
+        // The whole block is rotated first (the NEOX partner of a dim may lie in
+        // another block of the vector: it is read from the source), so the
+        // block's scale comes from the rotated values.
+        const bool fp32 = p.src_dtype == Dtype::kFp32;
+        auto load = [&](uint32_t d) -> float {
+          return fp32 ? static_cast<const float*>(src)[head0 + d]
+                      : codec::Bf16ToFloat(static_cast<const uint16_t*>(src)[head0 + d]);
+        };
+        RotatedBlockBits(p.rope, uint32_t(blk), p.rope.TokenRow(t), load, out);
+      } else if (p.src_dtype == Dtype::kFp32) {
+        const float* s = static_cast<const float*>(src) + head0 + int64_t(blk) * 32;
 #pragma unroll
-      for (int j = 0; j < 32; ++j) bits[j] = __float_as_uint(s[j]);
-    } else {
-      const uint16_t* s = static_cast<const uint16_t*>(src) + elem0;
+        for (int j = 0; j < 32; ++j) out[j] = __float_as_uint(s[j]);
+      } else {
+        const uint16_t* s = static_cast<const uint16_t*>(src) + head0 + int64_t(blk) * 32;
 #pragma unroll
-      for (int j = 0; j < 32; ++j) bits[j] = uint32_t(s[j]) << 16;
-    }
+        for (int j = 0; j < 32; ++j) out[j] = uint32_t(s[j]) << 16;
+      }
+    };
+    block_bits(b, bits);
 
     uint32_t bad;
-    if (p.format == Format::kMxfp8) {
+    if (p.format == Format::kFp8DsMla) {
+      // Blocks 0..13 are halves of the 7 NoPE groups: the group's scale needs
+      // the other half's amax too (read again here, not shared between
+      // threads). Blocks 14 and 15 are the BF16 RoPE part.
+      const bool bf16_copy = p.src_dtype == Dtype::kBf16 && !rotate;
+      bad = EncodeDsMlaBlock(b, bits, bf16_copy, vec, [&](uint32_t* partner) {
+        block_bits(b ^ 1, partner);
+      });
+    } else if (p.format == Format::kMxfp8) {
       uint8_t codes[32];
       uint8_t scale;
       bad = EncodeMxfp8Block(bits, p.ceil, codes, &scale);
@@ -140,7 +153,8 @@ __global__ void __launch_bounds__(kThreads) StoreKernel(StoreParams p) {
 
 cudaError_t LaunchEncodeKv(const EncodeParams& p, cudaStream_t stream) {
   if (p.n_tokens < 0 || p.kv_heads <= 0 || p.head_dim <= 0 || p.head_dim % 32 != 0 ||
-      p.k_new == nullptr || uint32_t(p.format) > uint32_t(Format::kFp32) ||
+      p.k_new == nullptr || uint32_t(p.format) > uint32_t(Format::kFp8DsMla) ||
+      (p.format == Format::kFp8DsMla && p.head_dim != int32_t(kDsMlaDim)) ||
       uint32_t(p.src_dtype) > uint32_t(Dtype::kBf16) ||
       (p.store_rows == nullptr && p.staging == nullptr) ||
       (p.store_rows != nullptr && (p.ring.base == nullptr || p.ring.ring_len <= 0)) ||

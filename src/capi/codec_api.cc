@@ -14,10 +14,14 @@ namespace {
 using swa::Format;
 using swa::Dtype;
 
-absl::Status CheckDim(uint32_t dim) {
+absl::Status CheckDim(uint32_t dim, Format format) {
   if (dim == 0 || dim % swa::kMxfp8Block != 0 || dim > swa::kMaxHeadDim)
     return absl::InvalidArgumentError(absl::StrFormat(
         "dim = %u must be a positive multiple of 32 and at most %u", dim, swa::kMaxHeadDim));
+  if (format == Format::kFp8DsMla && dim != swa::kDsMlaDim)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dim = %u: SWA_FORMAT_FP8_DS_MLA holds %u-dim vectors only (448 NoPE + 64 RoPE dims)",
+        dim, swa::kDsMlaDim));
   return absl::OkStatus();
 }
 
@@ -67,7 +71,7 @@ absl::Status Encode(const swa_format_t& format, const swa_scale_mode_t& mode, co
   SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
   SWA_ASSIGN_OR_RETURN(const swa::ScaleMode scale_mode, swa::capi::ConvertScaleMode(mode, "mode"));
   SWA_ASSIGN_OR_RETURN(const Dtype dtype, swa::capi::ConvertDtype(src_dtype, "src_dtype"));
-  SWA_RETURN_IF_ERROR(CheckDim(dim));
+  SWA_RETURN_IF_ERROR(CheckDim(dim, fmt));
   SWA_ASSIGN_OR_RETURN(const uint64_t src_bytes, TotalBytes(n, dim * ElemBytes(dtype), "src"));
   SWA_ASSIGN_OR_RETURN(const uint64_t dst_bytes,
                        TotalBytes(n, swa::VectorBytes(fmt, dim), "dst"));
@@ -92,7 +96,7 @@ absl::Status Decode(const swa_format_t& format, const void* src, size_t n, uint3
                     const swa_dtype_t& dst_dtype, uint64_t* nonfinite_blocks) {
   SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
   SWA_ASSIGN_OR_RETURN(const Dtype dtype, swa::capi::ConvertDtype(dst_dtype, "dst_dtype"));
-  SWA_RETURN_IF_ERROR(CheckDim(dim));
+  SWA_RETURN_IF_ERROR(CheckDim(dim, fmt));
   SWA_ASSIGN_OR_RETURN(const uint64_t src_bytes,
                        TotalBytes(n, swa::VectorBytes(fmt, dim), "src"));
   SWA_ASSIGN_OR_RETURN(const uint64_t dst_bytes, TotalBytes(n, dim * ElemBytes(dtype), "dst"));
@@ -119,7 +123,7 @@ extern "C" {
 SWA_API swa_status_t swa_format_vector_bytes(swa_format_t format, uint32_t dim, uint32_t* out) {
   return swa::capi::Guard([&]() -> absl::Status {
     SWA_ASSIGN_OR_RETURN(const Format fmt, swa::capi::ConvertFormat(format, "format"));
-    SWA_RETURN_IF_ERROR(CheckDim(dim));
+    SWA_RETURN_IF_ERROR(CheckDim(dim, fmt));
     SWA_CHECK_NOT_NULL(out);
     *out = swa::VectorBytes(fmt, dim);
     return absl::OkStatus();

@@ -21,7 +21,8 @@ namespace swa::capi {
 // The internal enums share the C values, so a checked value converts by cast.
 static_assert(SWA_FORMAT_MXFP8 == static_cast<int>(Format::kMxfp8) &&
               SWA_FORMAT_BF16 == static_cast<int>(Format::kBf16) &&
-              SWA_FORMAT_FP32 == static_cast<int>(Format::kFp32));
+              SWA_FORMAT_FP32 == static_cast<int>(Format::kFp32) &&
+              SWA_FORMAT_FP8_DS_MLA == static_cast<int>(Format::kFp8DsMla));
 static_assert(SWA_SCALE_CEIL == static_cast<int>(ScaleMode::kCeil) &&
               SWA_SCALE_FLOOR == static_cast<int>(ScaleMode::kFloor));
 static_assert(SWA_LAYER_STORED == static_cast<int>(Role::kStored) &&
@@ -53,7 +54,8 @@ inline absl::StatusOr<Dtype> ConvertDtype(const swa_dtype_t& value, std::string_
 inline absl::StatusOr<Format> ConvertFormat(const swa_format_t& value, std::string_view name) {
   SWA_ASSIGN_OR_RETURN(
       int32_t raw,
-      CheckEnum(value, {SWA_FORMAT_MXFP8, SWA_FORMAT_BF16, SWA_FORMAT_FP32}, "swa_format_t", name));
+      CheckEnum(value, {SWA_FORMAT_MXFP8, SWA_FORMAT_BF16, SWA_FORMAT_FP32, SWA_FORMAT_FP8_DS_MLA},
+                "swa_format_t", name));
   return static_cast<Format>(raw);
 }
 

@@ -27,6 +27,14 @@ uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint
   uint64_t bad = 0;
   const bool ceil = mode == ScaleMode::kCeil;
   const bool bf16_in = src.dtype == Dtype::kBf16;
+  if (format == Format::kFp8DsMla) {
+    for (size_t i = 0; i < n; ++i)
+      bad += bf16_in ? DsMlaEncodeBf16(static_cast<const uint16_t*>(src.data) + i * src.stride,
+                                       dst.Row(i))
+                     : DsMlaEncodeF32(static_cast<const float*>(src.data) + i * src.stride,
+                                      dst.Row(i));
+    return bad;
+  }
   if (format == Format::kMxfp8) {
     if (bf16_in && k.mxfp8_encode_bf16_rows != nullptr)
       return k.mxfp8_encode_bf16_rows(static_cast<const uint16_t*>(src.data), src.stride, dim, n, ceil,
@@ -43,6 +51,7 @@ uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint
         case Format::kMxfp8: bad += k.mxfp8_encode_bf16(in, dim, ceil, out); break;
         case Format::kBf16: bad += k.bf16_to_bf16(in, dim, reinterpret_cast<uint16_t*>(out)); break;
         case Format::kFp32: bad += k.bf16_to_f32(in, dim, reinterpret_cast<float*>(out)); break;
+        case Format::kFp8DsMla: break;  // handled above
       }
     } else {
       const float* in = static_cast<const float*>(src.data) + i * src.stride;
@@ -50,6 +59,7 @@ uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint
         case Format::kMxfp8: bad += k.mxfp8_encode_f32(in, dim, ceil, out); break;
         case Format::kBf16: bad += k.f32_to_bf16(in, dim, reinterpret_cast<uint16_t*>(out)); break;
         case Format::kFp32: bad += k.f32_to_f32(in, dim, reinterpret_cast<float*>(out)); break;
+        case Format::kFp8DsMla: break;  // handled above
       }
     }
   }
@@ -60,6 +70,13 @@ uint64_t DecodeRowsWith(const RowKernels& k, Format format, uint32_t dim, size_t
                         const SrcRows& src, const MutableVectors& dst) {
   uint64_t bad = 0;
   const bool bf16_out = dst.dtype == Dtype::kBf16;
+  if (format == Format::kFp8DsMla) {
+    for (size_t i = 0; i < n; ++i)
+      bad += bf16_out
+                 ? DsMlaDecodeBf16(src.Row(i), static_cast<uint16_t*>(dst.data) + i * dst.stride)
+                 : DsMlaDecodeF32(src.Row(i), static_cast<float*>(dst.data) + i * dst.stride);
+    return bad;
+  }
   if (format == Format::kMxfp8) {
     if (bf16_out && k.mxfp8_decode_bf16_rows != nullptr)
       return k.mxfp8_decode_bf16_rows(src.base, src.stride, dim, n, static_cast<uint16_t*>(dst.data),
@@ -80,6 +97,7 @@ uint64_t DecodeRowsWith(const RowKernels& k, Format format, uint32_t dim, size_t
         case Format::kFp32:
           bad += k.f32_to_bf16(reinterpret_cast<const float*>(in), dim, out);
           break;
+        case Format::kFp8DsMla: break;  // handled above
       }
     } else {
       float* out = static_cast<float*>(dst.data) + i * dst.stride;
@@ -91,6 +109,7 @@ uint64_t DecodeRowsWith(const RowKernels& k, Format format, uint32_t dim, size_t
         case Format::kFp32:
           bad += k.f32_to_f32(reinterpret_cast<const float*>(in), dim, out);
           break;
+        case Format::kFp8DsMla: break;  // handled above
       }
     }
   }

@@ -1,7 +1,7 @@
 // Row-wise encode/decode of KV vectors in any storage format (MXFP8, BF16,
 // FP32) — the interface the step backends use. docs/codec.md has the rules.
 //
-// A "vector" is `dim` values (dim a positive multiple of 32). Encoding reads
+// A "vector" is `dim` values (dim a positive multiple of 32; 512 for FP8_DS_MLA). Encoding reads
 // vectors from a typed source with an element stride and writes one stored
 // row per vector (VectorBytes(format, dim) bytes) wherever the destination
 // addressing says; decoding does the reverse into FP32 or BF16 tiles.
@@ -102,6 +102,15 @@ const RowKernels& SelectKernels(const char* env);
 uint32_t EncodeBlockScalar(const uint32_t* fp32_bits, bool ceil, uint8_t* codes, uint8_t* scale);
 uint32_t DecodeBlockScalarF32(const uint8_t* codes, uint8_t scale, float* dst);
 uint32_t DecodeBlockScalarBf16(const uint8_t* codes, uint8_t scale, uint16_t* dst);
+
+// fp8_ds_mla (dim 512 only; common/ds_mla_math.h): one vector. Encode counts
+// NoPE groups holding a NaN/Inf and 32-dim RoPE halves holding one; decode
+// counts groups with scale 0xFF and non-finite RoPE halves. Every kernel set
+// uses these scalar kernels.
+uint32_t DsMlaEncodeF32(const float* src, uint8_t* dst);
+uint32_t DsMlaEncodeBf16(const uint16_t* src, uint8_t* dst);
+uint32_t DsMlaDecodeF32(const uint8_t* src, float* dst);
+uint32_t DsMlaDecodeBf16(const uint8_t* src, uint16_t* dst);
 
 // Same as EncodeRows/DecodeRows with an explicit kernel set.
 uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint32_t dim,

@@ -14,7 +14,7 @@ namespace swa {
 // Element type of tensors exchanged with the library (== swa_dtype_t).
 enum class Dtype : uint32_t { kFp32 = 0, kBf16 = 1 };
 // Storage format of stored KV vectors (== swa_format_t).
-enum class Format : uint32_t { kMxfp8 = 0, kBf16 = 1, kFp32 = 2 };
+enum class Format : uint32_t { kMxfp8 = 0, kBf16 = 1, kFp32 = 2, kFp8DsMla = 3 };
 // MXFP8 scale rule (== swa_scale_mode_t).
 enum class ScaleMode : uint32_t { kCeil = 0, kFloor = 1 };
 
@@ -24,11 +24,24 @@ enum class RopeStyle : uint32_t { kNone = 0, kNeox = 1, kGptj = 2 };
 // Values per MXFP8 block (one E8M0 scale each).
 inline constexpr uint32_t kMxfp8Block = 32;
 
+// DeepSeek-V4's fp8_ds_mla record (docs/codec.md, "fp8_ds_mla"): the one
+// vector size it holds and where its parts lie in its 584 bytes.
+inline constexpr uint32_t kDsMlaDim = 512;        // the only head_dim
+inline constexpr uint32_t kDsMlaNopeDims = 448;   // dims 0..447: E4M3 codes
+inline constexpr uint32_t kDsMlaRopeDims = 64;    // dims 448..511: BF16
+inline constexpr uint32_t kDsMlaGroup = 64;       // NoPE dims per UE8M0 scale
+inline constexpr uint32_t kDsMlaGroups = kDsMlaNopeDims / kDsMlaGroup;     // 7
+inline constexpr uint32_t kDsMlaRopeOffset = kDsMlaNopeDims;              // 448
+inline constexpr uint32_t kDsMlaScaleOffset = kDsMlaRopeOffset + 2 * kDsMlaRopeDims;  // 576
+inline constexpr uint32_t kDsMlaBytes = kDsMlaScaleOffset + kDsMlaGroups + 1;       // 584
+
 // Bytes of one stored vector of `dim` values (docs/semantics.md, "Slot layout").
+// FP8_DS_MLA holds dim 512 only (the layout and the C API refuse others).
 SWA_HOST_DEVICE constexpr uint32_t VectorBytes(Format format, uint32_t dim) {
-  return format == Format::kMxfp8  ? dim + dim / kMxfp8Block
-         : format == Format::kBf16 ? 2 * dim
-                                   : 4 * dim;
+  return format == Format::kMxfp8       ? dim + dim / kMxfp8Block
+         : format == Format::kBf16      ? 2 * dim
+         : format == Format::kFp8DsMla  ? kDsMlaBytes
+                                        : 4 * dim;
 }
 
 // One sequence of a step as the engine describes it (== swa_seq_t).

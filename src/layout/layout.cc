@@ -15,6 +15,7 @@ const char* FormatName(Format format) {
     case Format::kMxfp8: return "MXFP8";
     case Format::kBf16: return "BF16";
     case Format::kFp32: return "FP32";
+    case Format::kFp8DsMla: return "FP8_DS_MLA";
   }
   return "unknown";
 }
@@ -68,6 +69,18 @@ absl::Status ValidateLayer(const LayerSpec& l, uint32_t i) {
   if (l.format == Format::kMxfp8 && l.head_dim % kMxfp8Block != 0)
     return Invalid("layers[%u].head_dim = %u is not a multiple of 32 (required for MXFP8)", i,
                    l.head_dim);
+  if (l.format == Format::kFp8DsMla) {
+    if (l.head_dim != kDsMlaDim)
+      return Invalid("layers[%u].head_dim = %u: FP8_DS_MLA holds head_dim %u only (448 NoPE + 64 "
+                     "RoPE dims)",
+                     i, l.head_dim, kDsMlaDim);
+    if (l.rope.style != RopeStyle::kNone &&
+        (l.rope.first_dim != kDsMlaNopeDims || l.rope.dims != kDsMlaRopeDims))
+      return Invalid("layers[%u]: rope_first_dim = %u, rope_dims = %u: FP8_DS_MLA keeps dims %u.."
+                     "%u in BF16, so its rotary slice must be exactly those (first %u, %u dims)",
+                     i, l.rope.first_dim, l.rope.dims, kDsMlaNopeDims, kDsMlaDim - 1,
+                     kDsMlaNopeDims, kDsMlaRopeDims);
+  }
   if (l.kv_heads == 0 || l.kv_heads > kMaxHeads)
     return Invalid("layers[%u].kv_heads = %u is out of range [1, %u]", i, l.kv_heads, kMaxHeads);
   if (l.q_heads == 0 || l.q_heads > kMaxHeads)

@@ -140,9 +140,9 @@ TEST(CodecApi, RejectsBadArgumentsAndWritesNothing) {
               "not aligned");
   expect_fail(swa_mxfp8_encode(x.data(), SWA_DTYPE_FP32, SIZE_MAX / 8, 64, SWA_SCALE_CEIL, dst.data(), &bad),
               "overflows");
-  expect_fail(swa_codec_encode(static_cast<swa_format_t>(3), SWA_SCALE_CEIL, x.data(), SWA_DTYPE_FP32, 4,
+  expect_fail(swa_codec_encode(static_cast<swa_format_t>(4), SWA_SCALE_CEIL, x.data(), SWA_DTYPE_FP32, 4,
                                64, dst.data(), &bad),
-              "format = 3");
+              "format = 4");
   // FP32 storage must be 4-aligned.
   expect_fail(swa_codec_encode(SWA_FORMAT_FP32, SWA_SCALE_CEIL, x.data(), SWA_DTYPE_FP32, 1, 32,
                                dst.data() + 2, &bad),

@@ -141,7 +141,7 @@ swa_status_t Step(State& s, Input& in) {
 }
 
 swa_status_t Codec(Input& in) {
-  const int format = in.Byte() % 4;  // 3: not a format
+  const int format = in.Byte() % 5;  // 3: FP8_DS_MLA (dim 512 only), 4: not a format
   const uint32_t dim = in.Byte() < 200 ? 32 * (in.Byte() % 4) : in.U16();
   uint32_t bytes = 4242;
   const swa_status_t vb = swa_format_vector_bytes(static_cast<swa_format_t>(format), dim, &bytes);

@@ -79,7 +79,8 @@ void CompareApi(const RowKernels& ref, const std::vector<float>& f32, const std:
 // Arguments the C API must refuse, with nothing written.
 void OddArguments(Input& in) {
   const uint32_t dim = in.U16() % 20000;
-  const int format = static_cast<int>(in.Byte() % 5) - 1;
+  int format = static_cast<int>(in.Byte() % 5) - 1;
+  if (format == 3) format = 4;  // FP8_DS_MLA (3) is valid at dim 512: test 4, not a format
   const int dtype = static_cast<int>(in.Byte() % 4) - 1;
   const int mode = static_cast<int>(in.Byte() % 4) - 1;
   const size_t n = in.Byte() % 3;
