@@ -17,18 +17,14 @@ if [ ! -e "$build/libswacache.so" ]; then
   exit 1
 fi
 
-# pkg-config finds <name>-uninstalled.pc before <name>.pc: point the package's
-# `#cgo pkg-config: swacache` at the headers in include/ and the .so in build/.
-pcdir="$(mktemp -d)"
-trap 'rm -rf "$pcdir"' EXIT
-cat > "$pcdir/swacache-uninstalled.pc" <<PC
-Name: swacache
-Description: libswacache, uninstalled (repository build directory)
-Version: 0
-Libs: -L$build -Wl,-rpath,$build -lswacache
-Cflags: -I$repo/include
-PC
-export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# pkg-config prefers <name>-uninstalled.pc over <name>.pc: CMake writes
+# build/swacache-uninstalled.pc, which points the package's
+# `#cgo pkg-config: swacache` at include/ and at the .so in build/ (with an rpath).
+if [ ! -e "$build/swacache-uninstalled.pc" ]; then
+  echo "go binding: $build/swacache-uninstalled.pc is missing; reconfigure the build" >&2
+  exit 1
+fi
+export PKG_CONFIG_PATH="$build${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export CGO_ENABLED=1
 # No network: the module uses the standard library only.
 export GOPROXY=off GOTOOLCHAIN=local

@@ -1,3 +1,3 @@
-module libswacache/bindings/go
+module github.com/libswacache/libswacache/bindings/go
 
 go 1.19

@@ -13,7 +13,7 @@ import (
 	"math/rand"
 	"sync"
 
-	"libswacache/bindings/go/swacache"
+	"github.com/libswacache/libswacache/bindings/go/swacache"
 )
 
 const (
