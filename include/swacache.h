@@ -396,9 +396,10 @@ SWA_API swa_status_t swa_slot_alloc(swa_cache_t* cache, uint32_t* slot);
  *  being saved or restored, or that a decode graph holds (imported by
  *  swa_decode_graph_import() and not yet released by
  *  swa_decode_graph_release() or swa_decode_graph_destroy(): its steps could
- *  write the next owner's ring; the message names the slot). Nothing changes
- *  on failure.
- *  \note Thread-safe. The caller must not use the slot in a step in flight. */
+ *  write the next owner's ring; the message names the slot), or that a
+ *  swa_step() running on another thread uses ("slot N is in use by 1 running
+ *  swa_step call", see swa_step()). Nothing changes on failure.
+ *  \note Thread-safe. */
 SWA_API swa_status_t swa_slot_free(swa_cache_t* cache, uint32_t slot);
 
 /** \brief Reset an allocated slot for recompute: written_end = valid_start = 0.
@@ -406,8 +407,9 @@ SWA_API swa_status_t swa_slot_free(swa_cache_t* cache, uint32_t slot);
  *  \param[in] cache The cache.
  *  \param[in] slot The slot id to reset.
  *  \retval SWA_OK; SWA_OUT_OF_RANGE; SWA_FAILED_PRECONDITION when not
- *  allocated, being saved or restored, or held by a decode graph (release it
- *  first, as at swa_slot_free()). Nothing changes on failure.
+ *  allocated, being saved or restored, held by a decode graph (release it
+ *  first, as at swa_slot_free()), or used by a running swa_step() (see there).
+ *  Nothing changes on failure.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_slot_reset(swa_cache_t* cache, uint32_t slot);
 
@@ -419,10 +421,10 @@ SWA_API swa_status_t swa_slot_reset(swa_cache_t* cache, uint32_t slot);
  *  \retval SWA_OK; SWA_OUT_OF_RANGE; SWA_FAILED_PRECONDITION when either slot is
  *  not allocated, busy or device-advanced (swa_decode_graph_import()), or when
  *  a decode graph holds `dst` (release it first, as at swa_slot_free(); a held
- *  `src` may be copied once its lengths are host-known). Nothing changes on
- *  failure.
- *  \note Thread-safe with respect to the slot table; the caller must not run a
- *  step on either slot at the same time. */
+ *  `src` may be copied once its lengths are host-known), or when a swa_step()
+ *  running on another thread uses either slot (see swa_step()). Nothing
+ *  changes on failure.
+ *  \note Thread-safe. */
 SWA_API swa_status_t swa_slot_copy(swa_cache_t* cache, uint32_t src, uint32_t dst);
 
 /** \brief Read a slot's state.
@@ -739,9 +741,18 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  belongs to another cache; or when one of its slots was freed since the build
  *  (allocated again or not: a plan never writes a slot's next owner), or is being
  *  saved or restored. The message names the slot; nothing is written.
- *  \note Not thread-safe with other calls that use the same cache's slots or plan;
- *  the CPU backend parallelises internally over config.num_threads threads.
- *  Nothing in the cache changes when validation fails. */
+ *  \note While the call runs, the plan's slots are held: swa_slot_free(),
+ *  swa_slot_reset(), swa_slot_copy() from or into them, swa_slot_save() and
+ *  swa_slot_restore() of them on other threads fail with SWA_FAILED_PRECONDITION
+ *  ("slot N is in use by K running swa_step calls ...") and change nothing,
+ *  instead of racing the step's reads and writes. Several steps of the same
+ *  slots (different layers, on different threads) may run at once. On a CUDA
+ *  cache the hold ends when the call returns, once the kernels are enqueued:
+ *  ordering later calls after them on the stream stays the caller's job.
+ *  The plan itself is not locked: swa_plan_build(), swa_plan_cancel() or
+ *  swa_plan_destroy() of it while it steps is undefined. The CPU backend
+ *  parallelises internally over config.num_threads threads. Nothing in the
+ *  cache changes when validation fails. */
 SWA_API swa_status_t swa_step(swa_cache_t* cache, swa_plan_t* plan, const swa_step_args_t* args);
 
 /** \brief Counters of a cache since creation. */
@@ -1313,7 +1324,8 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
  *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
  *  \retval SWA_OK on success.
  *  \retval SWA_FAILED_PRECONDITION when no store is attached, the slot is not
- *  allocated, or a restore of the slot is running.
+ *  allocated, a restore of the slot is running, or a swa_step() that uses it
+ *  is running (see swa_step()).
  *  \retval SWA_OUT_OF_RANGE for a bad slot id.
  *  \retval SWA_INVALID_ARGUMENT for a NULL cache or key, or a bad key_len.
  *  \retval SWA_UNIMPLEMENTED when the store has no put; else the store's error.
@@ -1323,8 +1335,8 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
  *  swa_slot_copy(), swa_slot_set_valid_start(), swa_slot_begin_replay(),
  *  swa_plan_build() and swa_plan_cancel() naming it, and a restore into it, fail
  *  with SWA_FAILED_PRECONDITION ("slot N is being saved/restored"); other slots
- *  are unaffected, and several saves of one slot may run at once. No step may
- *  write the slot during the call. */
+ *  are unaffected, and several saves of one slot may run at once; a step
+ *  naming it fails too, so no step writes the slot during the call. */
 SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
                                    size_t key_len);
 
@@ -1343,7 +1355,8 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  another key (copied or renamed to this one).
  *  \retval SWA_FAILED_PRECONDITION for a blob of another layout or format
  *  version, when no store is attached, the slot is not allocated, is being
- *  saved/restored, is device-advanced or is held by a decode graph (checked
+ *  saved/restored, is used by a running swa_step(), is device-advanced or is
+ *  held by a decode graph (checked
  *  before any store I/O and again before the copy: release it first, as at
  *  swa_slot_free()), or the slot was freed (and perhaps allocated again) while
  *  the blob was read: the restore then belongs to no owner and writes nothing.
@@ -1354,8 +1367,8 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  \note Thread-safe. No library lock is held during the get or the copy into
  *  the slot. The slot stays free to use while the blob is read; during the copy
  *  it is busy, as described at swa_slot_save() (calls naming it fail with
- *  SWA_FAILED_PRECONDITION, other slots are unaffected). No step may use the
- *  slot during the call. */
+ *  SWA_FAILED_PRECONDITION, other slots are unaffected, a step naming it fails
+ *  too). */
 SWA_API swa_status_t swa_slot_restore(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
                                       size_t key_len);
 

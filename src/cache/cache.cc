@@ -70,6 +70,9 @@ absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
   absl::MutexLock lock(&slots_.mu());
   SWA_RETURN_IF_ERROR(slots_.CheckPlannableLocked(src));
   SWA_RETURN_IF_ERROR(slots_.CheckPlannableLocked(dst));
+  // A running step writes src's rings and reads and writes dst's.
+  SWA_RETURN_IF_ERROR(slots_.CheckNotSteppingLocked(src, "copying from it"));
+  SWA_RETURN_IF_ERROR(slots_.CheckNotSteppingLocked(dst, "copying into it"));
   if (src == dst) return absl::OkStatus();
   // Reading a held src is fine (its lengths are host-known); a held dst would
   // get the graph's stale lengths written over the copied sequence.

@@ -51,6 +51,17 @@ absl::Status SlotTable::CheckNotHeldLocked(uint32_t slot, const char* action) co
   return absl::OkStatus();
 }
 
+absl::Status SlotTable::CheckNotSteppingLocked(uint32_t slot, const char* action) const {
+  const int32_t steps = state_[slot].step_holds;
+  if (steps > 0)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "slot %u is in use by %d running swa_step call%s (on another thread), which read%s and "
+        "write%s its rings: wait for %s to return before %s",
+        slot, steps, steps == 1 ? "" : "s", steps == 1 ? "s" : "", steps == 1 ? "s" : "",
+        steps == 1 ? "it" : "them", action));
+  return absl::OkStatus();
+}
+
 absl::Status SlotTable::CheckPlannableLocked(uint32_t slot) const {
   SWA_RETURN_IF_ERROR(CheckAllocatedLocked(slot));
   return CheckHostKnownLocked(slot);
@@ -83,6 +94,7 @@ absl::Status SlotTable::Free(uint32_t slot) {
   }
   // A graph that still holds the slot would write the next owner's ring.
   SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "freeing it"));
+  SWA_RETURN_IF_ERROR(CheckNotSteppingLocked(slot, "freeing it"));
   state_[slot] = SlotState{.generation = state_[slot].generation + 1};
   free_.push_back(slot);
   return absl::OkStatus();
@@ -92,6 +104,7 @@ absl::Status SlotTable::Reset(uint32_t slot) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckAllocatedLocked(slot); !s.ok()) return s;
   SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "resetting it"));
+  SWA_RETURN_IF_ERROR(CheckNotSteppingLocked(slot, "resetting it"));
   state_[slot] = SlotState{.allocated = true, .generation = state_[slot].generation};
   return absl::OkStatus();
 }
@@ -120,6 +133,7 @@ absl::StatusOr<uint32_t> SlotTable::Generation(uint32_t slot) const {
   // device-advanced slot must be refused as such, whatever the store answers.
   if (absl::Status s = CheckPlannableLocked(slot); !s.ok()) return s;
   SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "restoring into it"));
+  SWA_RETURN_IF_ERROR(CheckNotSteppingLocked(slot, "restoring into it"));
   return state_[slot].generation;
 }
 
@@ -127,6 +141,7 @@ absl::StatusOr<SlotState> SlotTable::BeginRead(uint32_t slot) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckInRangeLocked(slot); !s.ok()) return s;
   SWA_RETURN_IF_ERROR(CheckHostKnownLocked(slot));
+  SWA_RETURN_IF_ERROR(CheckNotSteppingLocked(slot, "saving it"));
   SlotState& st = state_[slot];
   if (st.busy > 0 && st.allocated) {  // other saves read it too: share
     ++st.busy;
@@ -154,6 +169,7 @@ absl::Status SlotTable::BeginWrite(uint32_t slot, uint32_t generation) {
   if (absl::Status s = CheckPlannableLocked(slot); !s.ok()) return s;
   // A graph may have imported the slot while the restore read the store.
   SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "restoring into it"));
+  SWA_RETURN_IF_ERROR(CheckNotSteppingLocked(slot, "restoring into it"));
   st.busy = -1;
   return absl::OkStatus();
 }

@@ -39,6 +39,12 @@ struct SlotState {
   // slot to another owner or replace its content (free, reset, copy into it,
   // restore into it, begin_replay, set_valid_start) fails (CheckNotHeldLocked).
   int32_t graph_holds = 0;
+  // swa_step calls running on the slot now (several may: one per layer). The
+  // step reads and writes the slot's rings outside the lock; while > 0, every
+  // call that reads or writes the slot's bytes from elsewhere or hands the slot
+  // to another owner (free, reset, copy from or into it, save, restore) fails
+  // (CheckNotSteppingLocked). A CUDA step holds the slot while it enqueues.
+  int32_t step_holds = 0;
 };
 
 // What swa_slot_begin_replay reports: the positions to re-run.
@@ -109,6 +115,10 @@ class SlotTable {
   // FAILED_PRECONDITION naming the slot when a decode graph holds it; `action`
   // ("freeing it", ...) completes the message's advice.
   absl::Status CheckNotHeldLocked(uint32_t slot, const char* action) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FAILED_PRECONDITION naming the slot while a step runs on it; `action`
+  // ("freeing it", ...) completes the message.
+  absl::Status CheckNotSteppingLocked(uint32_t slot, const char* action) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // CheckAllocatedLocked, then CheckHostKnownLocked.
   absl::Status CheckPlannableLocked(uint32_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

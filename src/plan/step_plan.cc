@@ -184,6 +184,24 @@ absl::Status StepPlan::CheckSlotsStillPlanned() const {
   return absl::OkStatus();
 }
 
+absl::Status StepPlan::TakeStepHolds() const {
+  absl::MutexLock lock(&slots_->mu());
+  for (uint32_t i = 0; i < n_seqs(); ++i)
+    if (absl::Status st = CheckOwnerLocked(i); !st.ok())
+      return absl::FailedPreconditionError(
+          absl::StrFormat("the plan's seqs[%u]: %s", i, st.message()));
+  for (uint32_t i = 0; i < n_seqs(); ++i) ++slots_->StateLocked(seqs_[i].slot).step_holds;
+  return absl::OkStatus();
+}
+
+void StepPlan::ReleaseStepHolds() const {
+  absl::MutexLock lock(&slots_->mu());
+  for (uint32_t i = 0; i < n_seqs(); ++i) {
+    int32_t& holds = slots_->StateLocked(seqs_[i].slot).step_holds;
+    if (holds > 0) --holds;
+  }
+}
+
 // cu_seqlens and token -> sequence (both paths).
 void StepPlan::FillCommon() {
   const uint32_t n = n_seqs();

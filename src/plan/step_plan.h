@@ -59,6 +59,12 @@ class StepPlan {
   // slot otherwise (a slot freed and handed out again since the build must not
   // be written by this plan).
   absl::Status CheckSlotsStillPlanned() const;
+  // CheckSlotsStillPlanned(), and on success a step hold on each planned slot
+  // (SlotState::step_holds) until ReleaseStepHolds(): free, reset, copy, save
+  // and restore of those slots fail meanwhile. Const: the holds live in the
+  // slot table, and several layers' steps may hold one plan's slots at once.
+  absl::Status TakeStepHolds() const;
+  void ReleaseStepHolds() const;
 
   // Called once a layer of the step has run: the step can no longer be undone.
   // Safe to call from several layers' threads at once.

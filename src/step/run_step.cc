@@ -1,5 +1,6 @@
 #include "step/run_step.h"
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "step/step_tensors.h"
@@ -33,7 +34,11 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
   if (!plan.built())
     return absl::FailedPreconditionError("plan is not built (build it, or it was cancelled)");
   SWA_RETURN_IF_ERROR(CheckStepTensors(cache.layout(), tensors, plan.n_tokens() > 0));
-  SWA_RETURN_IF_ERROR(plan.CheckSlotsStillPlanned());  // freed, reused or busy since the build
+  // Freed, reused or busy since the build? If not, the slots stay held until
+  // the step returns: a free, reset, copy, save or restore of one of them on
+  // another thread fails instead of racing the step's reads and writes.
+  SWA_RETURN_IF_ERROR(plan.TakeStepHolds());
+  absl::Cleanup release = [&plan] { plan.ReleaseStepHolds(); };
 
   StepWork w;
   w.plan = ViewOf(plan);

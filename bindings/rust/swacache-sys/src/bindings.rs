@@ -1436,9 +1436,10 @@ extern "C" {
     #[doc = "  being saved or restored, or that a decode graph holds (imported by"]
     #[doc = "  swa_decode_graph_import() and not yet released by"]
     #[doc = "  swa_decode_graph_release() or swa_decode_graph_destroy(): its steps could"]
-    #[doc = "  write the next owner's ring; the message names the slot). Nothing changes"]
-    #[doc = "  on failure."]
-    #[doc = "  \\note Thread-safe. The caller must not use the slot in a step in flight."]
+    #[doc = "  write the next owner's ring; the message names the slot), or that a"]
+    #[doc = "  swa_step() running on another thread uses (\"slot N is in use by 1 running"]
+    #[doc = "  swa_step call\", see swa_step()). Nothing changes on failure."]
+    #[doc = "  \\note Thread-safe."]
     pub fn swa_slot_free(cache: *mut swa_cache_t, slot: u32) -> swa_status_t;
 }
 extern "C" {
@@ -1447,8 +1448,9 @@ extern "C" {
     #[doc = "  \\param[in] cache The cache."]
     #[doc = "  \\param[in] slot The slot id to reset."]
     #[doc = "  \\retval SWA_OK; SWA_OUT_OF_RANGE; SWA_FAILED_PRECONDITION when not"]
-    #[doc = "  allocated, being saved or restored, or held by a decode graph (release it"]
-    #[doc = "  first, as at swa_slot_free()). Nothing changes on failure."]
+    #[doc = "  allocated, being saved or restored, held by a decode graph (release it"]
+    #[doc = "  first, as at swa_slot_free()), or used by a running swa_step() (see there)."]
+    #[doc = "  Nothing changes on failure."]
     #[doc = "  \\note Thread-safe."]
     pub fn swa_slot_reset(cache: *mut swa_cache_t, slot: u32) -> swa_status_t;
 }
@@ -1461,10 +1463,10 @@ extern "C" {
     #[doc = "  \\retval SWA_OK; SWA_OUT_OF_RANGE; SWA_FAILED_PRECONDITION when either slot is"]
     #[doc = "  not allocated, busy or device-advanced (swa_decode_graph_import()), or when"]
     #[doc = "  a decode graph holds `dst` (release it first, as at swa_slot_free(); a held"]
-    #[doc = "  `src` may be copied once its lengths are host-known). Nothing changes on"]
-    #[doc = "  failure."]
-    #[doc = "  \\note Thread-safe with respect to the slot table; the caller must not run a"]
-    #[doc = "  step on either slot at the same time."]
+    #[doc = "  `src` may be copied once its lengths are host-known), or when a swa_step()"]
+    #[doc = "  running on another thread uses either slot (see swa_step()). Nothing"]
+    #[doc = "  changes on failure."]
+    #[doc = "  \\note Thread-safe."]
     pub fn swa_slot_copy(cache: *mut swa_cache_t, src: u32, dst: u32) -> swa_status_t;
 }
 extern "C" {
@@ -2358,9 +2360,18 @@ extern "C" {
     #[doc = "  belongs to another cache; or when one of its slots was freed since the build"]
     #[doc = "  (allocated again or not: a plan never writes a slot's next owner), or is being"]
     #[doc = "  saved or restored. The message names the slot; nothing is written."]
-    #[doc = "  \\note Not thread-safe with other calls that use the same cache's slots or plan;"]
-    #[doc = "  the CPU backend parallelises internally over config.num_threads threads."]
-    #[doc = "  Nothing in the cache changes when validation fails."]
+    #[doc = "  \\note While the call runs, the plan's slots are held: swa_slot_free(),"]
+    #[doc = "  swa_slot_reset(), swa_slot_copy() from or into them, swa_slot_save() and"]
+    #[doc = "  swa_slot_restore() of them on other threads fail with SWA_FAILED_PRECONDITION"]
+    #[doc = "  (\"slot N is in use by K running swa_step calls ...\") and change nothing,"]
+    #[doc = "  instead of racing the step's reads and writes. Several steps of the same"]
+    #[doc = "  slots (different layers, on different threads) may run at once. On a CUDA"]
+    #[doc = "  cache the hold ends when the call returns, once the kernels are enqueued:"]
+    #[doc = "  ordering later calls after them on the stream stays the caller's job."]
+    #[doc = "  The plan itself is not locked: swa_plan_build(), swa_plan_cancel() or"]
+    #[doc = "  swa_plan_destroy() of it while it steps is undefined. The CPU backend"]
+    #[doc = "  parallelises internally over config.num_threads threads. Nothing in the"]
+    #[doc = "  cache changes when validation fails."]
     pub fn swa_step(cache: *mut swa_cache_t, plan: *mut swa_plan_t, args: *const swa_step_args_t) -> swa_status_t;
 }
 #[doc = " \\brief Counters of a cache since creation."]
@@ -3169,7 +3180,8 @@ extern "C" {
     #[doc = "  \\param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES."]
     #[doc = "  \\retval SWA_OK on success."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION when no store is attached, the slot is not"]
-    #[doc = "  allocated, or a restore of the slot is running."]
+    #[doc = "  allocated, a restore of the slot is running, or a swa_step() that uses it"]
+    #[doc = "  is running (see swa_step())."]
     #[doc = "  \\retval SWA_OUT_OF_RANGE for a bad slot id."]
     #[doc = "  \\retval SWA_INVALID_ARGUMENT for a NULL cache or key, or a bad key_len."]
     #[doc = "  \\retval SWA_UNIMPLEMENTED when the store has no put; else the store's error."]
@@ -3179,8 +3191,8 @@ extern "C" {
     #[doc = "  swa_slot_copy(), swa_slot_set_valid_start(), swa_slot_begin_replay(),"]
     #[doc = "  swa_plan_build() and swa_plan_cancel() naming it, and a restore into it, fail"]
     #[doc = "  with SWA_FAILED_PRECONDITION (\"slot N is being saved/restored\"); other slots"]
-    #[doc = "  are unaffected, and several saves of one slot may run at once. No step may"]
-    #[doc = "  write the slot during the call."]
+    #[doc = "  are unaffected, and several saves of one slot may run at once; a step"]
+    #[doc = "  naming it fails too, so no step writes the slot during the call."]
     pub fn swa_slot_save(cache: *mut swa_cache_t, slot: u32, key: *const u8, key_len: usize) -> swa_status_t;
 }
 extern "C" {
@@ -3199,7 +3211,8 @@ extern "C" {
     #[doc = "  another key (copied or renamed to this one)."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION for a blob of another layout or format"]
     #[doc = "  version, when no store is attached, the slot is not allocated, is being"]
-    #[doc = "  saved/restored, is device-advanced or is held by a decode graph (checked"]
+    #[doc = "  saved/restored, is used by a running swa_step(), is device-advanced or is"]
+    #[doc = "  held by a decode graph (checked"]
     #[doc = "  before any store I/O and again before the copy: release it first, as at"]
     #[doc = "  swa_slot_free()), or the slot was freed (and perhaps allocated again) while"]
     #[doc = "  the blob was read: the restore then belongs to no owner and writes nothing."]
@@ -3210,8 +3223,8 @@ extern "C" {
     #[doc = "  \\note Thread-safe. No library lock is held during the get or the copy into"]
     #[doc = "  the slot. The slot stays free to use while the blob is read; during the copy"]
     #[doc = "  it is busy, as described at swa_slot_save() (calls naming it fail with"]
-    #[doc = "  SWA_FAILED_PRECONDITION, other slots are unaffected). No step may use the"]
-    #[doc = "  slot during the call."]
+    #[doc = "  SWA_FAILED_PRECONDITION, other slots are unaffected, a step naming it fails"]
+    #[doc = "  too)."]
     pub fn swa_slot_restore(cache: *mut swa_cache_t, slot: u32, key: *const u8, key_len: usize) -> swa_status_t;
 }
 extern "C" {
