@@ -25,24 +25,11 @@ from ._enums import Backend, DType, Format, IndexPad, LayerRole, WeightLayout
 from ._util import _check, _i32, _key, _lib, _struct_dict, _u32
 from ._config import CacheStats, Config, Layer, LayerLayout, Layout, _layout, SlotInfo, TensorView
 from ._plan import Plan
+from ._life import _Life
 from ._stores import _REGISTRY, BuiltinStore, Store, _register
 
 
 # ---- cache -------------------------------------------------------------------
-
-
-class _RingArray:
-    """Holds a cache alive under a NumPy view of its pool."""
-
-    def __init__(self, cache: "Cache", view: TensorView) -> None:
-        self._cache = cache
-        self.__array_interface__ = {
-            "shape": view.shape,
-            "typestr": "|u1",
-            "data": (view.data, False),
-            "strides": view.strides,
-            "version": 3,
-        }
 
 
 class Slot(int):
@@ -89,8 +76,13 @@ class Cache:
     :class:`ClosedError`.
 
     Threading follows the header: slot, layout, statistics, store, save and
-    restore calls are thread-safe; a plan and the steps that use it belong to
-    one thread at a time. The GIL is released during every C call.
+    restore calls are thread-safe, and a free, reset, copy, save or restore of
+    a slot that a step is running on fails with
+    :class:`FailedPreconditionError`. A :class:`Plan` serialises its own calls
+    (a lock), so threads may share one. The GIL is released during every C
+    call. :meth:`close` waits for the calls other threads have in flight on
+    the cache, and refuses (FailedPreconditionError) when called from inside
+    one of its calls (a :class:`Store` callback). See docs/bindings.md.
     """
 
     def __init__(self, config: Optional[Config] = None, /, **kwargs: Any) -> None:
@@ -98,16 +90,26 @@ class Cache:
             config = Config(**kwargs)
         elif kwargs:
             raise InvalidArgumentError("Cache: pass a Config or keyword arguments, not both")
-        self._handle: Optional[int] = None
+        self._life: Optional[_Life] = None
         self.config = config
         self.layers: List[Layer] = list(config.layers)
         c, _keep = config._to_c()
         h = c_void_p()
         _check(_lib.swa_cache_create(byref(c), byref(h)))
-        self._handle = h.value
+        # What the destroy releases, kept off the Cache so that a NumPy view
+        # that outlives it (and pins the handle) does not keep it alive.
+        store_box: List[Optional[object]] = [None]
+        self._store_box = store_box
+
+        def destroy(handle: int) -> None:
+            _lib.swa_cache_destroy(handle)
+            store, store_box[0] = store_box[0], None
+            if isinstance(store, BuiltinStore):
+                store._mark_released()
+
+        self._life = _Life("cache", h.value, destroy)
         self._pool = config.pool
         self._plans: "weakref.WeakSet[Plan]" = weakref.WeakSet()
-        self._store: Optional[object] = None
         self._lock = threading.Lock()
         self.layout = self._read_layout()
         if self.layers:
@@ -118,26 +120,43 @@ class Cache:
     # -- lifetime
     @property
     def handle(self) -> int:
-        """The raw ``swa_cache_t*`` (for calls the binding does not wrap)."""
-        if self._handle is None:
+        """The raw ``swa_cache_t*`` (for calls the binding does not wrap; the
+        binding does not count them as calls in flight)."""
+        if self._life is None:
             raise ClosedError("the cache is closed")
-        return self._handle
+        return self._life.handle()
 
     @property
     def closed(self) -> bool:
-        return self._handle is None
+        return self._life is None or self._life.closing
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        """``fn(handle, *args)``, counted as a call in flight (see close())."""
+        if self._life is None:
+            raise ClosedError("the cache is closed")
+        return self._life.call(fn, *args)
+
+    @property
+    def _store(self) -> Optional[object]:
+        return self._store_box[0]
 
     def close(self) -> None:
-        """Destroy the cache (``swa_cache_destroy``) after closing its plans."""
-        if self._handle is None:
+        """Destroy the cache (``swa_cache_destroy``) after closing its plans.
+
+        Idempotent. Calls that start afterwards raise :class:`ClosedError`;
+        calls other threads have in flight finish first (close waits for
+        them). From inside a call on this cache (a :class:`Store` callback of
+        its save or restore) it raises :class:`FailedPreconditionError` and
+        changes nothing. Arrays from :meth:`ring` keep the pool's memory
+        alive: the library's destroy runs when the last of them is gone."""
+        if self._life is None:
             return
-        for p in list(self._plans):
-            p.close()
-        h, self._handle = self._handle, None
-        _lib.swa_cache_destroy(h)
-        store, self._store = self._store, None
-        if isinstance(store, BuiltinStore):
-            store._mark_released()
+
+        def close_plans() -> None:
+            for p in list(self._plans):
+                p._close_for_cache()
+
+        self._life.close(close_plans)
         self._pool = None
 
     def __enter__(self) -> "Cache":
@@ -155,13 +174,13 @@ class Cache:
     # -- layout
     def _read_layout(self) -> Layout:
         out = L.Layout(struct_size=sizeof(L.Layout))
-        _check(_lib.swa_cache_layout(self.handle, byref(out)))
+        _check(self._call(_lib.swa_cache_layout, byref(out)))
         return _layout(out)
 
     def layer_layout(self, layer: int) -> LayerLayout:
         """``swa_cache_layer_layout``."""
         out = L.LayerLayout(struct_size=sizeof(L.LayerLayout))
-        _check(_lib.swa_cache_layer_layout(self.handle, _u32("layer", layer), byref(out)))
+        _check(self._call(_lib.swa_cache_layer_layout, _u32("layer", layer), byref(out)))
         d = _struct_dict(out)
         d["role"], d["kv_format"] = LayerRole(d["role"]), Format(d["kv_format"])
         return LayerLayout(**d)
@@ -169,7 +188,7 @@ class Cache:
     def layer_view(self, layer: int) -> TensorView:
         """``swa_cache_layer_view``: the raw view (address, shape, byte strides)."""
         out = L.TensorView(struct_size=sizeof(L.TensorView))
-        _check(_lib.swa_cache_layer_view(self.handle, _u32("layer", layer), byref(out)))
+        _check(self._call(_lib.swa_cache_layer_view, _u32("layer", layer), byref(out)))
         n = out.ndim
         return TensorView(int(out.data or 0), Backend(out.backend), out.device,
                           tuple(out.shape[:n]), tuple(out.strides[:n]))
@@ -177,56 +196,64 @@ class Cache:
     def ring(self, layer: int) -> np.ndarray:
         """The layer's ring over all slots as a NumPy ``uint8`` array
         ``[max_slots, R, heads_per_token, vec_bytes]`` viewing the pool (CPU
-        backend only). The array keeps the cache object alive, but not open:
-        do not use it after :meth:`close`."""
+        backend only). The array (and every view of it) keeps the pool's
+        memory alive, also after :meth:`close`: the cache is then closed to
+        calls, and destroyed when the last such array is gone."""
         v = self.layer_view(layer)
         if v.backend != Backend.CPU:
             raise FailedPreconditionError("ring(): the pool is in device memory; use "
                                           "layer_view() for its address")
-        return np.asarray(_RingArray(self, v))
+        assert self._life is not None
+        return np.asarray(self._life.pin({
+            "shape": v.shape,
+            "typestr": "|u1",
+            "data": (v.data, False),
+            "strides": v.strides,
+            "version": 3,
+        }))
 
     def stats(self) -> CacheStats:
         """``swa_cache_stats``."""
         out = L.CacheStats(struct_size=sizeof(L.CacheStats))
-        _check(_lib.swa_cache_stats(self.handle, byref(out)))
+        _check(self._call(_lib.swa_cache_stats, byref(out)))
         return CacheStats(**_struct_dict(out))
 
     # -- slots
     def alloc(self) -> Slot:
         """Allocate a slot (``swa_slot_alloc``); ResourceExhaustedError when none is free."""
         s = c_uint32()
-        _check(_lib.swa_slot_alloc(self.handle, byref(s)))
+        _check(self._call(_lib.swa_slot_alloc, byref(s)))
         return Slot(self, s.value)
 
     def free(self, slot: int) -> None:
         """``swa_slot_free``."""
-        _check(_lib.swa_slot_free(self.handle, _u32("slot", slot)))
+        _check(self._call(_lib.swa_slot_free, _u32("slot", slot)))
 
     def reset(self, slot: int) -> None:
         """``swa_slot_reset``."""
-        _check(_lib.swa_slot_reset(self.handle, _u32("slot", slot)))
+        _check(self._call(_lib.swa_slot_reset, _u32("slot", slot)))
 
     def copy_slot(self, src: int, dst: int) -> None:
         """``swa_slot_copy``: fork ``src`` into ``dst``."""
-        _check(_lib.swa_slot_copy(self.handle, _u32("src", src), _u32("dst", dst)))
+        _check(self._call(_lib.swa_slot_copy, _u32("src", src), _u32("dst", dst)))
 
     def slot_info(self, slot: int) -> SlotInfo:
         """``swa_slot_info``."""
         out = L.SlotInfo(struct_size=sizeof(L.SlotInfo))
-        _check(_lib.swa_slot_info(self.handle, _u32("slot", slot), byref(out)))
+        _check(self._call(_lib.swa_slot_info, _u32("slot", slot), byref(out)))
         d = _struct_dict(out)
         d["allocated"] = bool(d["allocated"])
         return SlotInfo(**d)
 
     def set_valid_start(self, slot: int, valid_start: int) -> None:
         """``swa_slot_set_valid_start``."""
-        _check(_lib.swa_slot_set_valid_start(self.handle, _u32("slot", slot),
+        _check(self._call(_lib.swa_slot_set_valid_start, _u32("slot", slot),
                                              _i32("valid_start", valid_start)))
 
     def begin_replay(self, slot: int, hit_len: int) -> Tuple[int, int]:
         """``swa_slot_begin_replay``; returns ``(replay_start, replay_len)``."""
         a, b = c_int32(), c_int32()
-        _check(_lib.swa_slot_begin_replay(self.handle, _u32("slot", slot),
+        _check(self._call(_lib.swa_slot_begin_replay, _u32("slot", slot),
                                           _i32("hit_len", hit_len), byref(a), byref(b)))
         return a.value, b.value
 
@@ -292,7 +319,7 @@ class Cache:
         args.out = to.ptr
         args.lse = tl.ptr if tl is not None else None
         args.stream = stream if stream is not None else torch_stream(tensors)
-        _check(_lib.swa_attention_merge(self.handle, byref(args)))
+        _check(self._call(_lib.swa_attention_merge, byref(args)))
         return out
 
     def project(self, hidden: Any, weight: Any, *, q_dim: int, kv_dim: int,
@@ -327,7 +354,7 @@ class Cache:
         a.out_dtype, a.n_tokens, a.hidden_dim = int(out_dtype), n_tokens, hidden_dim
         a.q_dim, a.kv_dim = q_dim, kv_dim
         a.stream = stream if stream is not None else torch_stream([th, tw, to])
-        _check(_lib.swa_project(self.handle, byref(a)))
+        _check(self._call(_lib.swa_project, byref(a)))
         return out
 
     # -- store
@@ -336,14 +363,13 @@ class Cache:
         cache then owns it: a built-in store can no longer be attached
         elsewhere, and a :class:`Store` subclass's :meth:`Store.release` is
         called exactly once when the library drops it."""
-        h = self.handle
         with self._lock:
             if store is None:
-                _check(_lib.swa_cache_set_store(h, None))
+                _check(self._call(_lib.swa_cache_set_store, None))
             elif isinstance(store, BuiltinStore):
                 table = store._take("set_store")
                 try:
-                    _check(_lib.swa_cache_set_store(h, byref(table)))
+                    _check(self._call(_lib.swa_cache_set_store, byref(table)))
                 except Error:
                     store._untake(table)
                     raise
@@ -351,35 +377,35 @@ class Cache:
             elif isinstance(store, Store):
                 table, uid = _register(store)
                 try:
-                    _check(_lib.swa_cache_set_store(h, byref(table)))
+                    _check(self._call(_lib.swa_cache_set_store, byref(table)))
                 except Error:
                     _REGISTRY.pop(uid, None)
                     raise
             else:
                 raise InvalidArgumentError(f"store: expected a swacache.Store, a built-in store "
                                            f"or None, got {type(store).__name__}")
-            old, self._store = self._store, store
+            old, self._store_box[0] = self._store_box[0], store
             if isinstance(old, BuiltinStore) and old is not store:
                 old._mark_released()
 
     def save(self, slot: int, key: Union[bytes, str]) -> None:
         """``swa_slot_save``: persist the slot's stored region under ``key``."""
         k = _key("key", key)
-        _check(_lib.swa_slot_save(self.handle, _u32("slot", slot), k, len(k)))
+        _check(self._call(_lib.swa_slot_save, _u32("slot", slot), k, len(k)))
 
     def restore(self, slot: int, key: Union[bytes, str]) -> None:
         """``swa_slot_restore``."""
         k = _key("key", key)
-        _check(_lib.swa_slot_restore(self.handle, _u32("slot", slot), k, len(k)))
+        _check(self._call(_lib.swa_slot_restore, _u32("slot", slot), k, len(k)))
 
     def store_exists(self, key: Union[bytes, str]) -> bool:
         """``swa_cache_store_exists`` (experimental)."""
         k = _key("key", key)
         e = c_uint32()
-        _check(_lib.swa_cache_store_exists(self.handle, k, len(k), byref(e)))
+        _check(self._call(_lib.swa_cache_store_exists, k, len(k), byref(e)))
         return bool(e.value)
 
     def store_remove(self, key: Union[bytes, str]) -> None:
         """``swa_cache_store_remove`` (experimental)."""
         k = _key("key", key)
-        _check(_lib.swa_cache_store_remove(self.handle, k, len(k)))
+        _check(self._call(_lib.swa_cache_store_remove, k, len(k)))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import functools
+import threading
 from ctypes import byref, c_size_t, c_void_p, sizeof
 from typing import Any, Iterable, Optional, Tuple, Union
 
@@ -28,14 +30,32 @@ from ._config import PlanInfo, Seq
 # ---- plan --------------------------------------------------------------------
 
 
+def _locked(method: Any) -> Any:
+    """Runs the whole method under the plan's lock: a step reads the plan's
+    token count and then passes buffers of that size, which another thread's
+    build must not change in between."""
+
+    @functools.wraps(method)
+    def wrapper(self: "Plan", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class Plan:
     """A step plan (``swa_plan_t``): build it once per step, then run every
     layer with :meth:`step`. A context manager; :meth:`close` is idempotent and
-    the cache closes its plans when it closes. Not thread-safe."""
+    the cache closes its plans when it closes.
+
+    Thread-safe by serialisation: every call takes the plan's lock, so two
+    threads using one plan run one after the other (they still see each
+    other's builds: give each thread its own plan to run steps in parallel)."""
 
     def __init__(self, cache: Cache, *, index_pad: IndexPad = IndexPad.NEG1,
                  materialize_index: bool = True, use_options: bool = True) -> None:
         self._handle: Optional[int] = None
+        self._lock = threading.RLock()
         self.cache = cache
         h = c_void_p()
         if use_options:
@@ -43,9 +63,9 @@ class Plan:
             _lib.swa_plan_options_init(byref(o))
             o.index_pad = int(index_pad)
             o.materialize_index = 1 if materialize_index else 0
-            _check(_lib.swa_plan_create_with_options(cache.handle, byref(o), byref(h)))
+            _check(cache._call(_lib.swa_plan_create_with_options, byref(o), byref(h)))
         else:
-            _check(_lib.swa_plan_create(cache.handle, byref(h)))
+            _check(cache._call(_lib.swa_plan_create, byref(h)))
         self._handle = h.value
         cache._plans.add(self)
 
@@ -55,11 +75,29 @@ class Plan:
             raise ClosedError("the plan (or its cache) is closed")
         return self._handle
 
+    def _call(self, fn: Any, *args: Any) -> Any:
+        """``fn(plan handle, *args)`` under the plan's lock, counted as a call
+        in flight on the cache (the plan points into it)."""
+        with self._lock:
+            if self._handle is None:
+                raise ClosedError("the plan is closed")
+            return self.cache._call(lambda _cache_h: fn(self._handle, *args))
+
+    def _step_call(self, args: Any) -> Any:
+        with self._lock:
+            if self._handle is None:
+                raise ClosedError("the plan is closed")
+            return self.cache._call(lambda ch: _lib.swa_step(ch, self._handle, args))
+
     def close(self) -> None:
-        """``swa_plan_destroy``."""
-        h, self._handle = self._handle, None
-        if h is not None:
-            _lib.swa_plan_destroy(h)
+        """``swa_plan_destroy``; waits for a call of another thread on the plan."""
+        with self._lock:
+            h, self._handle = self._handle, None
+            if h is not None:
+                _lib.swa_plan_destroy(h)
+
+    def _close_for_cache(self) -> None:
+        self.close()
 
     def __enter__(self) -> "Plan":
         return self
@@ -74,6 +112,7 @@ class Plan:
         except Exception:  # noqa: BLE001
             pass
 
+    @_locked
     def build(self, seqs: Iterable[Union[Seq, Tuple[int, int, int], Tuple[int, int, int, int]]]
               ) -> "Plan":
         """``swa_plan_build``: ``seqs`` are :class:`Seq` or ``(slot, seqlen_q,
@@ -94,42 +133,46 @@ class Plan:
             arr[i].seqlen_q = _i32(f"seqs[{i}].seqlen_q", t[1])
             arr[i].seqlen_k = _i32(f"seqs[{i}].seqlen_k", t[2])
             arr[i].valid_start = _i32(f"seqs[{i}].valid_start", t[3])
-        _check(_lib.swa_plan_build(self.handle, arr if items else None, len(items)))
+        _check(self._call(_lib.swa_plan_build, arr if items else None, len(items)))
         return self
 
     def cancel(self) -> None:
         """``swa_plan_cancel``."""
-        _check(_lib.swa_plan_cancel(self.handle))
+        _check(self._call(_lib.swa_plan_cancel))
 
+    @_locked
     def info(self) -> PlanInfo:
         """``swa_plan_info``."""
         out = L.PlanInfo(struct_size=sizeof(L.PlanInfo))
-        _check(_lib.swa_plan_info(self.handle, byref(out)))
+        _check(self._call(_lib.swa_plan_info, byref(out)))
         d = _struct_dict(out)
         d["path"], d["executed"] = PlanPath(d["path"]), bool(d["executed"])
         return PlanInfo(**d)
 
     # -- exports (NumPy int32)
+    @_locked
     def decode_index(self) -> Tuple[np.ndarray, np.ndarray]:
         """``swa_plan_decode_index``: ``(offset_len int32 [T, 2], index int32 [T, W])``."""
         i = self.info()
         ol = np.zeros((i.n_tokens, 2), np.int32)
         ix = np.zeros((i.n_tokens, i.window), np.int32)
-        _check(_lib.swa_plan_decode_index(self.handle, ol.ctypes.data, ix.ctypes.data))
+        _check(self._call(_lib.swa_plan_decode_index, ol.ctypes.data, ix.ctypes.data))
         return ol, ix
 
+    @_locked
     def offset_len(self) -> np.ndarray:
         """``swa_plan_decode_index`` with only ``offset_len`` (int32 [T, 2])."""
         ol = np.zeros((self.info().n_tokens, 2), np.int32)
-        _check(_lib.swa_plan_decode_index(self.handle, ol.ctypes.data, None))
+        _check(self._call(_lib.swa_plan_decode_index, ol.ctypes.data, None))
         return ol
 
+    @_locked
     def _segments(self, fn: Any) -> np.ndarray:
         n = c_size_t()
-        _check(fn(self.handle, None, 0, byref(n)))
+        _check(self._call(fn, None, 0, byref(n)))
         arr = np.zeros((n.value, 3), np.int32)
         if n.value:
-            _check(fn(self.handle, arr.ctypes.data_as(ctypes.POINTER(L.Segment)), n.value,
+            _check(self._call(fn, arr.ctypes.data_as(ctypes.POINTER(L.Segment)), n.value,
                       byref(n)))
         return arr
 
@@ -141,29 +184,33 @@ class Plan:
         """``swa_plan_store_segments``: int32 ``[n, 3]`` rows of (dst_row, src_row, count)."""
         return self._segments(_lib.swa_plan_store_segments)
 
+    @_locked
     def pivots(self) -> np.ndarray:
         """``swa_plan_pivots``: int32 ``[T, 4]``."""
         p = np.zeros((self.info().n_tokens, 4), np.int32)
-        _check(_lib.swa_plan_pivots(self.handle, p.ctypes.data))
+        _check(self._call(_lib.swa_plan_pivots, p.ctypes.data))
         return p
 
+    @_locked
     def store_rows(self) -> np.ndarray:
         """``swa_plan_store_rows``: int32 ``[T]`` (-1: not stored)."""
         r = np.zeros(self.info().n_tokens, np.int32)
-        _check(_lib.swa_plan_store_rows(self.handle, r.ctypes.data))
+        _check(self._call(_lib.swa_plan_store_rows, r.ctypes.data))
         return r
 
+    @_locked
     def seq_offsets(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``swa_plan_seq_offsets``: ``(cu_seqlens_q [n+1], q_start [n], valid_start [n])``."""
         n = self.info().n_seqs
         cu = np.zeros(n + 1, np.int32)
         qs = np.zeros(n, np.int32)
         vs = np.zeros(n, np.int32)
-        _check(_lib.swa_plan_seq_offsets(self.handle, cu.ctypes.data, qs.ctypes.data,
+        _check(self._call(_lib.swa_plan_seq_offsets, cu.ctypes.data, qs.ctypes.data,
                                          vs.ctypes.data))
         return cu, qs, vs
 
     # -- step
+    @_locked
     def step(self, layer: int, q: Any, k: Any, v: Any = None, *, out: Any = None,
              sinks: Any = None, softmax_scale: float = 0.0, lse: Any = None,
              out_dtype: Optional[DType] = None, stream: Optional[int] = None) -> Any:
@@ -191,7 +238,7 @@ class Plan:
             a = L.StepArgs()
             _lib.swa_step_args_init(byref(a))
             a.layer = lay
-            _check(_lib.swa_step(self.cache.handle, self.handle, byref(a)))
+            _check(self._step_call(byref(a)))
         desc = layers[lay]
         T = self.info().n_tokens
         hq, hkv, d = int(desc.q_heads), int(desc.kv_heads), int(desc.head_dim)
@@ -257,5 +304,5 @@ class Plan:
         a.softmax_scale = float(softmax_scale)
         a.lse = tl.ptr if tl is not None else None
         a.stream = stream if stream is not None else (torch_stream(tensors) if cuda else None)
-        _check(_lib.swa_step(self.cache.handle, self.handle, byref(a)))
+        _check(self._step_call(byref(a)))
         return (out, lse) if want_lse else out
