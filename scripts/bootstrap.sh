@@ -6,6 +6,8 @@
 # With --test, the Python test dependencies (numpy, ml_dtypes, pytest) go into
 # a virtual environment of their own, never into the system interpreter:
 #   SWACACHE_VENV   where it lives (default: $HOME/.cache/swacache-venv)
+#   SWACACHE_WHEELS wheels for the offline Python quick start test
+#                   (default: $HOME/.cache/swacache-wheels)
 # Its interpreter, $SWACACHE_VENV/bin/python, is what CMake gets as
 # -DSWACACHE_PYTHON (scripts/test.sh does that).
 set -euo pipefail
@@ -44,6 +46,13 @@ if [ $want_test = 1 ]; then
   if ! "$venv/bin/python" -c 'import numpy, ml_dtypes, pytest' 2>/dev/null; then
     echo "bootstrap: installing numpy ml_dtypes pytest into $venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check numpy ml_dtypes pytest
+  fi
+  # The Python quick start (ctest quickstart_python) pip-installs bindings/python
+  # into a fresh venv offline, from these wheels: its build backend and numpy.
+  wheels="${SWACACHE_WHEELS:-$HOME/.cache/swacache-wheels}"
+  if ! ls "$wheels"/scikit_build_core-*.whl "$wheels"/numpy-*.whl >/dev/null 2>&1; then
+    echo "bootstrap: downloading the scikit-build-core and numpy wheels into $wheels"
+    "$venv/bin/python" -m pip download --quiet --disable-pip-version-check -d "$wheels" scikit-build-core numpy
   fi
 fi
 # SWACACHE_ENGINE_VENV=later: the caller prepares it itself (scripts/test.sh does,

@@ -39,7 +39,7 @@ echo "== running in $work"
 mkdir "$work/home"
 cd "$work/home"
 for v in $(env | sed -n 's/^\(SWACACHE_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-unset LD_LIBRARY_PATH
+unset LD_LIBRARY_PATH CARGO_TARGET_DIR PIP_REQUIRE_VIRTUALENV VIRTUAL_ENV
 start=$(date +%s)
 LIBSWACACHE="$repo" LIBSWACACHE_BUILD="$build" bash -euo pipefail -x "$script"
 echo "quickstart $name: OK in $(( $(date +%s) - start )) s"

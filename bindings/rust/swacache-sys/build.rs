@@ -1,5 +1,14 @@
-//! Finds libswacache: `SWACACHE_LIB_DIR`, then `pkg-config swacache` (the
-//! command), then the repository's `build/` directory, in that order.
+//! Links libswacache. In this order:
+//!
+//! 1. `SWACACHE_LIB_DIR` set: the shared library in that folder. A folder that
+//!    holds no libswacache is a build error naming it (never a fallback).
+//! 2. The `bundled` feature (on by default): builds a static libswacache from
+//!    the libswacache checkout around this crate with the `cmake` command
+//!    (CPU backend, Release, no tests, benchmarks or tool) into `OUT_DIR`, and
+//!    links it together with the system libraries it needs (Abseil, hiredis,
+//!    libstdc++, named by the build's `swacache-uninstalled.pc`), so that a
+//!    dependent binary runs with no `LD_LIBRARY_PATH`.
+//! 3. Otherwise: `pkg-config swacache` (an installed `swacache.pc`).
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,70 +17,147 @@ fn has_library(dir: &Path) -> bool {
     ["libswacache.so", "libswacache.dylib", "libswacache.a", "swacache.lib"].iter().any(|name| dir.join(name).exists())
 }
 
-fn from_pkg_config() -> Result<PathBuf, String> {
-    let output = Command::new("pkg-config")
-        .args(["--variable=libdir", "swacache"])
-        .output()
-        .map_err(|e| format!("cannot run pkg-config: {e}"))?;
+/// Emits the cargo directives for linker flags from pkg-config or a .pc file:
+/// `-L` folders, `-l` libraries (`kind` for libswacache itself, dynamic for the
+/// rest), library files named by path; other flags (`-Wl,...`) are skipped.
+/// Returns the first `-L` folder.
+fn emit_link_flags(flags: &str, swacache_kind: &str) -> Option<String> {
+    let mut first_dir = None;
+    for flag in flags.split_whitespace() {
+        if let Some(dir) = flag.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={dir}");
+            first_dir.get_or_insert_with(|| dir.to_string());
+        } else if let Some(name) = flag.strip_prefix("-l") {
+            if name == "swacache" {
+                println!("cargo:rustc-link-lib={swacache_kind}=swacache");
+            } else {
+                println!("cargo:rustc-link-lib=dylib={name}");
+            }
+        } else if flag.starts_with('/') {
+            let path = Path::new(flag);
+            let file = path.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+            let stem = file.strip_prefix("lib").and_then(|f| f.split(".so").next()).unwrap_or_default();
+            if let (Some(dir), false) = (path.parent(), stem.is_empty()) {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+                println!("cargo:rustc-link-lib=dylib={stem}");
+            }
+        }
+    }
+    first_dir
+}
+
+fn from_lib_dir(dir: PathBuf) {
+    if !has_library(&dir) {
+        panic!(
+            "swacache-sys: SWACACHE_LIB_DIR={} holds no libswacache (libswacache.so); \
+             point it at the folder that does (e.g. a CMake build folder or <prefix>/lib), or unset it",
+            dir.display()
+        );
+    }
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rustc-link-lib=swacache");
+    // Dependents read it as DEP_SWACACHE_LIB_DIR (e.g. to set an rpath).
+    println!("cargo:lib_dir={}", dir.display());
+}
+
+fn from_pkg_config() {
+    let output = Command::new("pkg-config").args(["--libs", "swacache"]).output().unwrap_or_else(|e| {
+        panic!(
+            "swacache-sys: the `bundled` feature is off and pkg-config cannot run ({e}): install pkg-config \
+             (Debian: apt-get install pkg-config) and libswacache, set SWACACHE_LIB_DIR, or enable `bundled`"
+        )
+    });
     if !output.status.success() {
-        return Err(format!("pkg-config swacache failed: {}", String::from_utf8_lossy(&output.stderr).trim()));
+        panic!(
+            "swacache-sys: the `bundled` feature is off and `pkg-config --libs swacache` failed: {}\n\
+             Install libswacache (cmake --install build --prefix P) and add P/lib/pkgconfig to \
+             PKG_CONFIG_PATH, set SWACACHE_LIB_DIR, or enable the `bundled` feature.",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
     }
-    let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    if has_library(&dir) {
-        Ok(dir)
-    } else {
-        Err(format!("pkg-config names {} but it holds no libswacache", dir.display()))
+    let flags = String::from_utf8_lossy(&output.stdout).to_string();
+    let dir = emit_link_flags(&flags, "dylib");
+    if let Some(dir) = dir {
+        println!("cargo:lib_dir={dir}");
     }
+}
+
+fn run(cmd: &mut Command, what: &str) {
+    let shown = format!("{cmd:?}");
+    let status = cmd.status().unwrap_or_else(|e| {
+        panic!(
+            "swacache-sys (bundled): cannot run {what} ({e}). Building libswacache needs CMake 3.25+ \
+             (Debian: apt-get install cmake), or set SWACACHE_LIB_DIR to a built library"
+        )
+    });
+    if !status.success() {
+        panic!(
+            "swacache-sys (bundled): {shown} failed ({status}); its output is above. Building libswacache \
+             needs a C++20 compiler (Debian: apt-get install g++), Abseil (libabsl-dev) and, for the \
+             Redis store, hiredis (libhiredis-dev, optional)"
+        );
+    }
+}
+
+fn bundled() {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest.join("../../..");
+    if !root.join("include/swacache.h").exists() || !root.join("CMakeLists.txt").exists() {
+        panic!(
+            "swacache-sys (bundled): the libswacache sources are not at {} (the crate builds them from the \
+             checkout it lives in); use the crate from a checkout, or turn off default features and set \
+             SWACACHE_LIB_DIR or install swacache.pc",
+            root.display()
+        );
+    }
+    let root = root.canonicalize().expect("the checkout exists");
+    for part in ["CMakeLists.txt", "include", "src", "kernels", "cmake"] {
+        println!("cargo:rerun-if-changed={}", root.join(part).display());
+    }
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it")).join("libswacache");
+    let cmake = env::var_os("CMAKE").unwrap_or_else(|| "cmake".into());
+    let mut configure = Command::new(&cmake);
+    configure.arg("-S").arg(&root).arg("-B").arg(&out).args([
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DSWACACHE_CUDA=OFF",
+        "-DSWACACHE_TESTS=OFF",
+        "-DSWACACHE_BENCH=OFF",
+        "-DSWACACHE_CLI=OFF",
+        "-DSWACACHE_STATIC=ON",
+    ]);
+    let fresh = !out.join("CMakeCache.txt").exists();
+    if fresh && Command::new("ninja").arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
+        configure.args(["-G", "Ninja"]);
+    }
+    run(&mut configure, "cmake");
+    let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".to_string());
+    run(
+        Command::new(&cmake).arg("--build").arg(&out).args(["--target", "swacache_static", "--parallel", &jobs]),
+        "cmake --build",
+    );
+    let pc = out.join("swacache-uninstalled.pc");
+    let text = std::fs::read_to_string(&pc)
+        .unwrap_or_else(|e| panic!("swacache-sys (bundled): cannot read {} ({e})", pc.display()));
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static=swacache");
+    for line in text.lines() {
+        if let Some(flags) = line.strip_prefix("Libs.private:") {
+            emit_link_flags(flags, "static");
+        }
+    }
+    println!("cargo:lib_dir={}", out.display());
 }
 
 fn main() {
     println!("cargo:rerun-if-env-changed=SWACACHE_LIB_DIR");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rerun-if-env-changed=CMAKE");
     println!("cargo:rerun-if-changed=build.rs");
-
-    let mut tried = Vec::new();
-    let mut found = None;
-
-    match env::var_os("SWACACHE_LIB_DIR") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            if has_library(&dir) {
-                found = Some(dir);
-            } else {
-                tried.push(format!("SWACACHE_LIB_DIR={} holds no libswacache", dir.display()));
-            }
-        }
-        None => tried.push("SWACACHE_LIB_DIR is not set".to_string()),
+    if let Some(dir) = env::var_os("SWACACHE_LIB_DIR") {
+        from_lib_dir(PathBuf::from(dir));
+    } else if env::var_os("CARGO_FEATURE_BUNDLED").is_some() {
+        bundled();
+    } else {
+        from_pkg_config();
     }
-    if found.is_none() {
-        match from_pkg_config() {
-            Ok(dir) => found = Some(dir),
-            Err(why) => tried.push(why),
-        }
-    }
-    if found.is_none() {
-        let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-        let dir = manifest.join("../../../build");
-        if has_library(&dir) {
-            found = Some(dir.canonicalize().unwrap_or(dir));
-        } else {
-            tried.push(format!(
-                "the repository's build directory {} holds no libswacache (build it with `ninja -C build swacache`)",
-                dir.display()
-            ));
-        }
-    }
-
-    let Some(dir) = found else {
-        panic!(
-            "swacache-sys: cannot find libswacache. Tried, in order:\n  1. {}\n  2. {}\n  3. {}\n\
-             Set SWACACHE_LIB_DIR to the directory holding libswacache.so, install swacache.pc \
-             for pkg-config, or build the library into the repository's build/.",
-            tried[0], tried[1], tried[2]
-        );
-    };
-    println!("cargo:rustc-link-search=native={}", dir.display());
-    println!("cargo:rustc-link-lib=swacache");
-    // Dependents read it as DEP_SWACACHE_LIB_DIR (e.g. to set an rpath).
-    println!("cargo:lib_dir={}", dir.display());
 }
