@@ -1,5 +1,5 @@
 // Test binaries registered once per forced attention path (tests/CMakeLists.txt:
-// SWACACHE_ATTENTION=portable|avx2|avx512|bf16) skip every test, with the
+// SWACACHE_ATTENTION=portable|avx2|avx512|bf16|amx) skip every test, with the
 // reason, when this CPU lacks the forced path's instructions (the library
 // would silently fall back to a lower path and the run would test nothing
 // new), and when the forced path is the best one this CPU has: the library
@@ -10,9 +10,35 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#endif
+
 #include "gtest/gtest.h"
 
 namespace swa_test {
+
+// AMX-BF16 usable by this process: cpuid amx_bf16 and amx_tile, the tile
+// state enabled in XCR0, and Linux grants XTILEDATA (the library asks the
+// same way; asking twice is harmless).
+inline bool CpuHasUsableAmxBf16() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned a, b, c, d;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  if ((d & (1u << 22)) == 0 || (d & (1u << 24)) == 0) return false;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 27)) == 0) return false;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+  return syscall(SYS_arch_prctl, 0x1023, 18) == 0;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+#else
+  return false;
+#endif
+}
 
 // Empty when the forced path (if any) runs here and adds to the unforced run,
 // else why not.
@@ -28,7 +54,11 @@ inline std::string ForcedAttentionPathMissing() {
   if (want == "avx2" && !avx2) return "SWACACHE_ATTENTION=avx2 but this CPU has no AVX2/FMA";
   if (want == "avx512" && !avx512) return "SWACACHE_ATTENTION=avx512 but this CPU has no AVX-512 F";
   if (want == "bf16" && !bf16) return "SWACACHE_ATTENTION=bf16 but this CPU has no AVX512-BF16 (avx512_bf16)";
-  const std::string best = bf16 ? "bf16" : avx512 ? "avx512" : avx2 ? "avx2" : "portable";
+  const bool amx = bf16 && CpuHasUsableAmxBf16();
+  if (want == "amx" && !amx)
+    return "SWACACHE_ATTENTION=amx but this CPU/OS has no usable AMX-BF16 (amx_bf16, amx_tile, "
+           "XTILEDATA granted by arch_prctl)";
+  const std::string best = amx ? "amx" : bf16 ? "bf16" : avx512 ? "avx512" : avx2 ? "avx2" : "portable";
   if (want == best)
     return "SWACACHE_ATTENTION=" + want + " is this CPU's best path, which the unforced run of this binary tested";
   return "";

@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "api/forced_attention_path.h"
@@ -183,7 +185,22 @@ class Bf16Attention : public ::testing::Test {
   }
 };
 
-TEST_F(Bf16Attention, DecodePrefillAndLongWindowsMatchDenseReference) {
+// The tests below run once per BF16 driver: the AVX512-BF16 kernels (kBf16)
+// and the AMX-BF16 tiles (kAmx), which skip, with the reason, on a CPU or OS
+// without AMX-BF16 tile data.
+class Bf16Paths : public ::testing::TestWithParam<AttentionIsa> {
+ protected:
+  void SetUp() override {
+    if (!Bf16KernelsAvailable())
+      GTEST_SKIP() << "this CPU has no AVX512-BF16 (avx512_bf16 in cpuid), or the build has no "
+                      "x86-64 path: the BF16 kernels cannot run here";
+    if (GetParam() == AttentionIsa::kAmx && !AmxKernelsAvailable())
+      GTEST_SKIP() << "no AMX-BF16 here: cpuid lacks amx_bf16/amx_tile, the OS does not enable "
+                      "the tile state, or Linux refused ARCH_REQ_XCOMP_PERM for XTILEDATA";
+  }
+};
+
+TEST_P(Bf16Paths, DecodePrefillAndLongWindowsMatchDenseReference) {
   ThreadPool pool2(2);
   uint32_t seed = 7;
   for (const Shape& s : {Shape{64, 1, 512, true, true}, Shape{64, 8, 64, true, false},
@@ -195,14 +212,14 @@ TEST_F(Bf16Attention, DecodePrefillAndLongWindowsMatchDenseReference) {
     b.Banded(700, 3, 600, seed++);   // a window longer than a key chunk
     b.Banded(5, 1, 128, seed++);     // a short history
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
-      b.Run(AttentionIsa::kBf16, pool);
+      b.Run(GetParam(), pool);
       const double worst = b.Check("bf16");
       EXPECT_LE(worst, 1.0);
       std::printf("Hq %d Hkv %d D %d: worst error / budget %.3f\n", s.hq, s.hkv, s.d, worst);
       // BF16 tiles pack to the same panels: the same bits.
       std::vector<std::vector<float>> fp32_tiles;
       for (const Problem& p : b.problems) fp32_tiles.push_back(p.out);
-      b.Run(AttentionIsa::kBf16, pool, true, /*bf16_tiles=*/true);
+      b.Run(GetParam(), pool, true, /*bf16_tiles=*/true);
       for (size_t i = 0; i < b.problems.size(); ++i) EXPECT_EQ(b.problems[i].out, fp32_tiles[i]);
     }
   }
@@ -210,7 +227,7 @@ TEST_F(Bf16Attention, DecodePrefillAndLongWindowsMatchDenseReference) {
 
 // Odd and even range edges (a key pair straddles each edge) and arbitrary,
 // non-monotone ranges.
-TEST_F(Bf16Attention, ArbitraryRangesAndOddEdges) {
+TEST_P(Bf16Paths, ArbitraryRangesAndOddEdges) {
   std::mt19937 rng(5);
   for (const Shape& s : {Shape{8, 2, 64, true, false}, Shape{16, 1, 128, false, true}}) {
     Batch b(s, 11);
@@ -224,14 +241,14 @@ TEST_F(Bf16Attention, ArbitraryRangesAndOddEdges) {
       }
       b.Add(keys, bg, en, 100 + n);
     }
-    b.Run(AttentionIsa::kBf16, nullptr);
+    b.Run(GetParam(), nullptr);
     EXPECT_LE(b.Check("random ranges"), 1.0);
   }
 }
 
 // NaN keys/values no token sees, right next to odd range edges (the partner
 // of an edge key in its BF16 pair), must not reach an output.
-TEST_F(Bf16Attention, NanInAnUnseenKeyDoesNotLeak) {
+TEST_P(Bf16Paths, NanInAnUnseenKeyDoesNotLeak) {
   for (bool shared : {false, true}) {
     const Shape s{64, shared ? 1 : 8, 64, !shared, shared};
     Batch b(s, 21);
@@ -242,7 +259,7 @@ TEST_F(Bf16Attention, NanInAnUnseenKeyDoesNotLeak) {
         if (!shared) p.v[size_t(key) * s.hkv * s.d + e] = kNaN;
       }
     }
-    b.Run(AttentionIsa::kBf16, nullptr);
+    b.Run(GetParam(), nullptr);
     EXPECT_LE(b.Check(shared ? "shared" : "separate"), 1.0);
   }
 }
@@ -250,21 +267,21 @@ TEST_F(Bf16Attention, NanInAnUnseenKeyDoesNotLeak) {
 // A NaN/Inf value that only the later tokens of a step see (register tiles
 // mix tokens when Hq / Hkv < 6): the earlier tokens' rows equal those of the
 // same step without it, the later rows are non-finite.
-TEST_F(Bf16Attention, NanSeenOnlyByLaterTokensStaysInTheirRows) {
+TEST_P(Bf16Paths, NanSeenOnlyByLaterTokensStaysInTheirRows) {
   for (bool shared : {false, true}) {
     for (bool tiles16 : {false, true}) {
       for (int ratio : {1, 2, 4, 8}) {  // 8: one KV head, outputs written in place
         const Shape s{8, 8 / ratio, 64, !shared, shared};
         Batch b(s, 51 + ratio);
         Problem& p = b.Banded(50, 6, 16, 52);
-        b.Run(AttentionIsa::kBf16, nullptr, true, tiles16);
+        b.Run(GetParam(), nullptr, true, tiles16);
         const std::vector<float> clean = p.out;
         const int poisoned = 4;  // token 4's own key: tokens 4 and 5 see it
         const int key = p.end[poisoned] - 1;
         std::vector<float>& target = shared ? p.k : p.v;
         for (int e = 0; e < s.hkv * s.d; e += 5)
           target[size_t(key) * s.hkv * s.d + e] = (e % 2) ? kNaN : INFINITY;
-        b.Run(AttentionIsa::kBf16, nullptr, true, tiles16);
+        b.Run(GetParam(), nullptr, true, tiles16);
         const size_t row = size_t(s.hq) * s.d;
         for (size_t i = 0; i < poisoned * row; ++i) {
           ASSERT_TRUE(std::isfinite(p.out[i])) << "ratio " << ratio << " elem " << i;
@@ -280,23 +297,23 @@ TEST_F(Bf16Attention, NanSeenOnlyByLaterTokensStaysInTheirRows) {
   }
 }
 
-TEST_F(Bf16Attention, NanInASeenKeyPropagates) {
+TEST_P(Bf16Paths, NanInASeenKeyPropagates) {
   Batch b({8, 1, 64, false, true}, 31);
   Problem& p = b.Banded(20, 2, 128, 32);
   p.k[5 * 64 + 3] = kNaN;
-  b.Run(AttentionIsa::kBf16, nullptr);
+  b.Run(GetParam(), nullptr);
   for (float f : b.problems[0].out) EXPECT_TRUE(std::isnan(f));
 }
 
 // Also with one KV head and 16 query heads (outputs written in place: token
 // 1's rows fill whole register tiles that no P.V writes).
-TEST_F(Bf16Attention, EmptyRangeYieldsZero) {
+TEST_P(Bf16Paths, EmptyRangeYieldsZero) {
   for (int kv_heads : {2, 1}) {
     for (bool sinks : {false, true}) {
       const int hq = kv_heads == 1 ? 16 : 8;
       Batch b({hq, kv_heads, 64, sinks, kv_heads == 1}, 41);
       b.Add(10, {0, 4, 7}, {5, 4, 10}, 42);  // token 1 sees nothing
-      b.Run(AttentionIsa::kBf16, nullptr);
+      b.Run(GetParam(), nullptr);
       EXPECT_LE(b.Check("empty"), 1.0);
       for (int e = 0; e < hq * 64; ++e) EXPECT_EQ(b.problems[0].out[hq * 64 + e], 0.0f);
     }
@@ -305,16 +322,46 @@ TEST_F(Bf16Attention, EmptyRangeYieldsZero) {
 
 // The BF16 kernels really ran (their results differ from the FP32 path's),
 // and problems without BF16 queries take the FP32 path under kBf16.
-TEST_F(Bf16Attention, TakesTheBf16PathOnlyWithBf16Queries) {
+TEST_P(Bf16Paths, TakesTheBf16PathOnlyWithBf16Queries) {
   Batch b({64, 1, 512, true, true}, 51);
   b.Banded(300, 6, 128, 52);
   b.Run(AttentionIsa::kAvx512, nullptr);
   const std::vector<float> fp32 = b.problems[0].out;
-  b.Run(AttentionIsa::kBf16, nullptr, /*bf16_queries=*/false);
+  b.Run(GetParam(), nullptr, /*bf16_queries=*/false);
   EXPECT_EQ(b.problems[0].out, fp32);
-  b.Run(AttentionIsa::kBf16, nullptr);
+  b.Run(GetParam(), nullptr);
   EXPECT_NE(b.problems[0].out, fp32);
   EXPECT_LE(b.Check("bf16"), 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, Bf16Paths,
+                         ::testing::Values(AttentionIsa::kBf16, AttentionIsa::kAmx),
+                         [](const ::testing::TestParamInfo<AttentionIsa>& info) {
+                           return info.param == AttentionIsa::kAmx ? std::string("amx")
+                                                                   : std::string("avx512_bf16");
+                         });
+
+// The AMX tiles really ran: their sums run in another order than the
+// AVX512-BF16 kernels' (both within the budget), and kAuto takes them.
+TEST_F(Bf16Attention, AmxRunsItsOwnTilesAndIsTheDefault) {
+  if (!AmxKernelsAvailable()) GTEST_SKIP() << "no AMX-BF16 tile data on this CPU / OS";
+  for (const Shape& s : {Shape{64, 1, 512, true, true}, Shape{64, 8, 64, true, false}}) {
+    Batch b(s, 71);
+    b.Banded(300, 6, 128, 72);
+    b.Banded(40, 1, 128, 73);
+    b.Run(AttentionIsa::kBf16, nullptr);
+    std::vector<std::vector<float>> avx;
+    for (const Problem& p : b.problems) avx.push_back(p.out);
+    b.Run(AttentionIsa::kAmx, nullptr);
+    EXPECT_LE(b.Check("amx"), 1.0);
+    bool differs = false;
+    for (size_t i = 0; i < b.problems.size(); ++i) differs |= b.problems[i].out != avx[i];
+    EXPECT_TRUE(differs) << "kAmx gave the AVX512-BF16 bits: the AMX driver did not run";
+  }
+  if (std::getenv("SWACACHE_ATTENTION") == nullptr) {
+    EXPECT_TRUE(AmxAttentionSelected());
+    EXPECT_STREQ(Bf16AttentionPathName(), "amx_bf16");
+  }
 }
 
 // The rounding of P that the bound rests on: to_bf16 is round to nearest

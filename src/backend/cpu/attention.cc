@@ -252,14 +252,17 @@ Blocking ChooseBlocking(const AttentionShape& shape, const SeqProblem* problems,
 AttentionIsa Resolve(AttentionIsa isa) {
   if (isa != AttentionIsa::kAuto) return isa;
   isa = ForcedAttentionIsa();
-  return isa == AttentionIsa::kAuto ? AttentionIsa::kBf16 : isa;
+  if (isa != AttentionIsa::kAuto) return isa;
+  return AmxKernelsAvailable() ? AttentionIsa::kAmx : AttentionIsa::kBf16;
 }
 
-// The FP32 set of an ISA (kBf16: AVX-512's, for problems without BF16 queries
-// and for the softmax).
+bool IsBf16Isa(AttentionIsa isa) { return isa == AttentionIsa::kBf16 || isa == AttentionIsa::kAmx; }
+
+// The FP32 set of an ISA (kBf16, kAmx: AVX-512's, for problems without BF16
+// queries and for the softmax).
 const AttentionKernels& SelectKernels(AttentionIsa isa) {
   isa = Resolve(isa);
-  if ((isa == AttentionIsa::kAvx512 || isa == AttentionIsa::kBf16) && Avx512KernelsAvailable())
+  if ((isa == AttentionIsa::kAvx512 || IsBf16Isa(isa)) && Avx512KernelsAvailable())
     return *Avx512AttentionKernels();
   if (isa != AttentionIsa::kPortable && Avx2KernelsAvailable()) return *Avx2AttentionKernels();
   return PortableAttentionKernels();
@@ -275,6 +278,7 @@ AttentionIsa ForcedAttentionIsa() {
     if (want == "avx2") return AttentionIsa::kAvx2;
     if (want == "avx512") return AttentionIsa::kAvx512;
     if (want == "bf16") return AttentionIsa::kBf16;
+    if (want == "amx") return AttentionIsa::kAmx;
     return AttentionIsa::kAuto;
   }();
   return forced;
@@ -312,11 +316,30 @@ bool Bf16KernelsAvailable() {
 #endif
 }
 
+bool AmxKernelsAvailable() {
+#if defined(__x86_64__)
+  static const bool available = Bf16KernelsAvailable() && AmxTileDataGranted();
+  return available;
+#else
+  return false;
+#endif
+}
+
+bool AmxAttentionSelected() {
+  return Resolve(AttentionIsa::kAuto) == AttentionIsa::kAmx && AmxKernelsAvailable();
+}
+
 bool Bf16AttentionSelected() {
-  return Resolve(AttentionIsa::kAuto) == AttentionIsa::kBf16 && Bf16KernelsAvailable();
+  return IsBf16Isa(Resolve(AttentionIsa::kAuto)) && Bf16KernelsAvailable();
 }
 
 const char* AttentionKernelName() { return SelectKernels(AttentionIsa::kAuto).name; }
+
+const char* Bf16AttentionPathName() {
+  if (AmxAttentionSelected()) return "amx_bf16";
+  if (Bf16AttentionSelected()) return Avx512Bf16AttentionKernels()->name;
+  return AttentionKernelName();
+}
 
 void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProblem* problems,
                    int n_problems, ThreadPool* pool) {
@@ -325,8 +348,8 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
   if (n_problems <= 0) return;
   const AttentionKernels& kn = SelectKernels(isa);
   const Bf16AttentionKernels* kb =
-      Resolve(isa) == AttentionIsa::kBf16 && Bf16KernelsAvailable() ? Avx512Bf16AttentionKernels()
-                                                                     : nullptr;
+      IsBf16Isa(Resolve(isa)) && Bf16KernelsAvailable() ? Avx512Bf16AttentionKernels() : nullptr;
+  const bool amx = kb != nullptr && Resolve(isa) == AttentionIsa::kAmx && AmxKernelsAvailable();
   const unsigned threads = pool != nullptr ? pool->num_threads() : 1;
   const Blocking blocking = ChooseBlocking(shape, problems, n_problems, threads);
   const int ratio = shape.q_heads / shape.kv_heads;
@@ -338,12 +361,13 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
   struct Context {
     const AttentionKernels* kn;
     const Bf16AttentionKernels* kb;
+    bool amx;
     const AttentionShape* shape;
     const SeqProblem* problems;
     const int64_t* prefix;
     int n_problems, ratio;
     Blocking blocking;
-  } ctx{&kn, kb, &shape, problems, prefix.data(), n_problems, ratio, blocking};
+  } ctx{&kn, kb, amx, &shape, problems, prefix.data(), n_problems, ratio, blocking};
 
   // One pointer of capture: std::function keeps it inline (no allocation).
   const Context* c = &ctx;
@@ -361,7 +385,10 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
       const int row0 = (local % blocks) * c->blocking.block_rows;
       const int row1 = std::min(rows, row0 + c->blocking.block_rows);
       if (c->kb != nullptr && pr.q_bf16 != nullptr && pr.mx.rows == nullptr) {
-        RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
+        if (c->amx)
+          RunBlockAmx(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
+        else
+          RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       } else {
         assert((pr.mx.rows != nullptr || (pr.k != nullptr && pr.v != nullptr)) && pr.q != nullptr);
         RunBlock(*c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);

@@ -78,12 +78,13 @@ struct SeqProblem {
 void Attend(const AttentionShape& shape, const SeqProblem* problems, int n_problems,
             ThreadPool* pool);
 
-// Which micro-kernels run. kAuto picks the best the CPU has (AVX512-BF16 for
-// problems with q_bf16, else AVX-512, then AVX2/FMA, then portable), or what
-// SWACACHE_ATTENTION forces ("portable", "avx2", "avx512", "bf16"; read once;
-// a set the CPU lacks falls back to the next one down). kBf16 runs the FP32
-// AVX-512 kernels for problems without q_bf16.
-enum class AttentionIsa { kAuto, kPortable, kAvx2, kAvx512, kBf16 };
+// Which micro-kernels run. kAuto picks the best the CPU has (AMX-BF16, else
+// AVX512-BF16, for problems with q_bf16; else AVX-512, then AVX2/FMA, then
+// portable), or what SWACACHE_ATTENTION forces ("portable", "avx2", "avx512",
+// "bf16", "amx"; read once; a set the CPU lacks falls back to the next one
+// down). kBf16 and kAmx run the FP32 AVX-512 kernels for problems without
+// q_bf16 (and for MXFP8 rows read in place).
+enum class AttentionIsa { kAuto, kPortable, kAvx2, kAvx512, kBf16, kAmx };
 
 // True when the AVX2/FMA kernels are compiled in and the CPU supports them.
 bool Avx2KernelsAvailable();
@@ -91,13 +92,29 @@ bool Avx2KernelsAvailable();
 bool Avx512KernelsAvailable();
 // True when the AVX512-BF16 kernels are compiled in and the CPU supports them.
 bool Bf16KernelsAvailable();
-// True when Attend (kAuto) runs the BF16 kernels for problems with q_bf16:
+// True when the CPU has AMX-BF16 (amx_bf16, amx_tile), the OS enables the
+// tile state in XCR0 and Linux granted this process XTILEDATA
+// (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), asked once, thread-safe;
+// a refusal leaves every other path as it was).
+bool AmxTileDataGranted();
+// True when the AMX-BF16 driver is compiled in, Bf16KernelsAvailable() (it
+// packs with their kernels and falls back to them) and AmxTileDataGranted().
+bool AmxKernelsAvailable();
+// True when Attend (kAuto) runs the AMX-BF16 driver for problems with
+// q_bf16 (and no MXFP8 rows): SWACACHE_ATTENTION unset or "amx", and
+// AmxKernelsAvailable().
+bool AmxAttentionSelected();
+// True when Attend (kAuto) runs the BF16 kernels (AVX512-BF16 or AMX) for problems with q_bf16:
 // SWACACHE_ATTENTION does not force an FP32 set and Bf16KernelsAvailable().
 bool Bf16AttentionSelected();
 // The ISA SWACACHE_ATTENTION forces (kAuto when unset or unknown).
 AttentionIsa ForcedAttentionIsa();
-// The name of the kernel set kAuto runs ("avx512", "avx2_fma", "portable").
+// The name of the kernel set kAuto runs for FP32 queries ("avx512",
+// "avx2_fma", "portable").
 const char* AttentionKernelName();
+// The name of the path kAuto runs for BF16 queries on an MXFP8 or BF16 ring
+// without RoPE ("amx_bf16", "avx512_bf16", or AttentionKernelName()).
+const char* Bf16AttentionPathName();
 
 // Attend with a chosen kernel set (tests compare the paths). A set the CPU
 // lacks falls back to the next one down.

@@ -426,4 +426,11 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& fp32,
                   const AttentionShape& shape, const SeqProblem& pr, int g, int row0, int row1,
                   const Blocking& blocking, Workspace& ws);
 
+// RunBlockBf16 with AMX-BF16 tiles (attention_amx.cc; only after
+// AmxKernelsAvailable()). Same inputs, same error bound; a block whose band
+// holds a non-finite value runs RunBlockBf16 instead.
+void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& fp32,
+                 const AttentionShape& shape, const SeqProblem& pr, int g, int row0, int row1,
+                 const Blocking& blocking, Workspace& ws);
+
 }  // namespace swa::cpu::attn

@@ -1,0 +1,397 @@
+// The AMX-BF16 attention driver (compiled with -mamx-tile -mamx-bf16 and the
+// AVX512-BF16 flags; attention.cc calls it only after AmxKernelsAvailable():
+// cpuid says amx_bf16 / amx_tile, XCR0 enables the tile state and the kernel
+// granted this process XTILEDATA). Same inputs and the same error as the
+// AVX512-BF16 driver (attention_bf16.cc): BF16 queries, keys and values exact
+// in BF16, products exact (tdpbf16ps), sums in FP32, the FP32 online softmax,
+// P rounded to BF16 (nearest even) for P.V (docs/cpu_attention.md, "Paths").
+//
+// A tile holds 16 rows of 64 bytes. Q.K^T: A = 16 query rows x 32 depth
+// values (read in place, rows D apart), B = a pack_kt panel's 16 depth pairs
+// (the VNNI layout: 16 keys x 2 per 64-byte row), C = 16 x 16 FP32 scores.
+// P.V: A = 16 rows of P x 32 keys, B = 16 key pairs x 16 columns of V (this
+// file's PackValues), C = 16 x 16 FP32 outputs. Two row tiles by two column
+// tiles per step (4 accumulators: tmm0..3, A: tmm4..5, B: tmm6..7).
+#if defined(__x86_64__)
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/attention_block.h"
+
+namespace swa::cpu {
+
+namespace {
+
+constexpr long kArchGetXcompPerm = 0x1022;
+constexpr long kArchReqXcompPerm = 0x1023;
+constexpr int kXfeatureXtiledata = 18;
+
+bool CpuHasAmxBf16() {
+  unsigned a, b, c, d;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  const bool amx = (d & (1u << 22)) != 0 && (d & (1u << 24)) != 0;  // amx_bf16, amx_tile
+  if (!amx) return false;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 27)) == 0) return false;  // OSXSAVE
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & (3u << 17)) == (3u << 17);  // XTILECFG and XTILEDATA enabled by the OS
+}
+
+// Asks Linux for the tile data state (per process, once; inherited by every
+// thread). False when the kernel refuses or predates the request (< 5.16).
+bool RequestTileData() {
+#if defined(__linux__)
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+  unsigned long long granted = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &granted) != 0) return false;
+  return (granted & (1ull << kXfeatureXtiledata)) != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool AmxTileDataGranted() {
+  static const bool granted = CpuHasAmxBf16() && RequestTileData();
+  return granted;
+}
+
+namespace attn {
+namespace {
+
+constexpr int kAmxRows = 16;     // rows of a tile
+constexpr int kAmxKeyStep = 32;  // keys per P.V step (16 pairs)
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
+
+// The calling thread's tile configuration while one block runs (each thread
+// loads its own; released at the end so that the thread holds no tile state
+// between steps). Tiles 0, 1, 4 have m0 rows (row tile 0: two accumulators,
+// its A), tiles 2, 3, 5 m1 rows (row tile 1, 0: unused); 6, 7 are B.
+class Tiles {
+ public:
+  Tiles() = default;
+  Tiles(const Tiles&) = delete;
+  Tiles& operator=(const Tiles&) = delete;
+  ~Tiles() {
+    if (m0_ >= 0) _tile_release();
+  }
+  void Use(int m0, int m1) {
+    if (m0 == m0_ && m1 == m1_) return;
+    TileConfig cfg;
+    auto set = [&](int t, int rows) {
+      cfg.rows[t] = static_cast<uint8_t>(rows);
+      cfg.colsb[t] = static_cast<uint16_t>(rows > 0 ? 64 : 0);
+    };
+    for (int t : {0, 1, 4}) set(t, m0);
+    for (int t : {2, 3, 5}) set(t, m1);
+    for (int t : {6, 7}) set(t, kAmxRows);
+    _tile_loadconfig(&cfg);
+    m0_ = m0;
+    m1_ = m1;
+  }
+
+ private:
+  int m0_ = -1, m1_ = -1;
+};
+
+// Raw scores of row tiles a0 (m0 rows) and, with kTwo, a1 (m1 rows) against
+// K^T panels [p0, p1) of kt (pack_kt layout, d deep): s0 / s1 rows lds floats
+// apart, panel p at column 16 p.
+template <bool kTwo>
+void Scores(const uint16_t* a0, const uint16_t* a1, ptrdiff_t lda, int d, const uint16_t* kt,
+            int p0, int p1, float* s0, float* s1, ptrdiff_t lds) {
+  const size_t sa = sizeof(uint16_t) * lda, ss = sizeof(float) * lds;
+  const ptrdiff_t panel = static_cast<ptrdiff_t>(kTileCols) * d;
+  int p = p0;
+  for (; p + 2 <= p1; p += 2) {
+    const uint16_t* b0 = kt + p * panel;
+    const uint16_t* b1 = b0 + panel;
+    _tile_zero(0);
+    _tile_zero(1);
+    if (kTwo) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+    for (int e = 0; e < d; e += 32) {  // depth pair e / 2 sits 32 * (e / 2) values in
+      _tile_loadd(4, a0 + e, sa);
+      _tile_loadd(6, b0 + 16 * e, 64);
+      _tile_loadd(7, b1 + 16 * e, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (kTwo) {
+        _tile_loadd(5, a1 + e, sa);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    _tile_stored(0, s0 + kTileCols * p, ss);
+    _tile_stored(1, s0 + kTileCols * (p + 1), ss);
+    if (kTwo) {
+      _tile_stored(2, s1 + kTileCols * p, ss);
+      _tile_stored(3, s1 + kTileCols * (p + 1), ss);
+    }
+  }
+  if (p < p1) {
+    const uint16_t* b0 = kt + p * panel;
+    _tile_zero(0);
+    if (kTwo) _tile_zero(2);
+    for (int e = 0; e < d; e += 32) {
+      _tile_loadd(4, a0 + e, sa);
+      _tile_loadd(6, b0 + 16 * e, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      if (kTwo) {
+        _tile_loadd(5, a1 + e, sa);
+        _tile_dpbf16ps(2, 5, 6);
+      }
+    }
+    _tile_stored(0, s0 + kTileCols * p, ss);
+    if (kTwo) _tile_stored(2, s1 + kTileCols * p, ss);
+  }
+}
+
+// o0 / o1 (rows ldo floats apart, d columns) = (accumulate ? o : 0) + P . V
+// over key steps [k0, k1) (32 keys each): P rows a0 / a1 (BF16, ldp apart,
+// indexed by key), V in PackValues slabs.
+template <bool kTwo>
+void Values(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint16_t* vp,
+            ptrdiff_t slab, int k0, int k1, int d, float* o0, float* o1, ptrdiff_t ldo,
+            bool accumulate) {
+  const size_t sa = sizeof(uint16_t) * ldp, so = sizeof(float) * ldo;
+  constexpr ptrdiff_t kStep = kAmxKeyStep * kTileCols;  // values of a key step in a slab
+  for (int j = 0; j < d; j += 2 * kTileCols) {
+    if (accumulate) {
+      _tile_loadd(0, o0 + j, so);
+      _tile_loadd(1, o0 + j + kTileCols, so);
+      if (kTwo) {
+        _tile_loadd(2, o1 + j, so);
+        _tile_loadd(3, o1 + j + kTileCols, so);
+      }
+    } else {
+      _tile_zero(0);
+      _tile_zero(1);
+      if (kTwo) {
+        _tile_zero(2);
+        _tile_zero(3);
+      }
+    }
+    const uint16_t* b0 = vp + (j / kTileCols) * slab;
+    const uint16_t* b1 = b0 + slab;
+    for (int ks = k0; ks < k1; ++ks) {
+      _tile_loadd(4, a0 + kAmxKeyStep * ks, sa);
+      _tile_loadd(6, b0 + kStep * ks, 64);
+      _tile_loadd(7, b1 + kStep * ks, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (kTwo) {
+        _tile_loadd(5, a1 + kAmxKeyStep * ks, sa);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    _tile_stored(0, o0 + j, so);
+    _tile_stored(1, o0 + j + kTileCols, so);
+    if (kTwo) {
+      _tile_stored(2, o1 + j, so);
+      _tile_stored(3, o1 + j + kTileCols, so);
+    }
+  }
+}
+
+// Key pair (a, b) of 16 columns as 16 dwords (a low, b high), from BF16 or
+// from FP32 values exact in BF16 (their upper halves).
+inline __m512i PairOf(const uint16_t* a, const uint16_t* b) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
+  const __m512i hi =
+      b != nullptr ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)))
+                   : _mm512_setzero_si512();
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+inline __m512i PairOf(const float* a, const float* b) {
+  const __m512i lo = _mm512_srli_epi32(_mm512_loadu_si512(a), 16);
+  const __m512i hi = b != nullptr ? _mm512_and_si512(_mm512_loadu_si512(b),
+                                                     _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)))
+                                  : _mm512_setzero_si512();
+  return _mm512_or_si512(lo, hi);
+}
+
+// Rows [0, n) of V (row r at v + r * ldv, d values exact in BF16) as key
+// pairs in 16-column slabs of `slab` values: dst[e / 16][q][e % 16][r] = key
+// 2q + r, element e; pairs up to `pairs` (keys past n are zero). A tile step
+// of P.V reads 16 pairs (32 keys) of one slab, 64 bytes per pair.
+template <typename T>
+void PackValues(const T* v, ptrdiff_t ldv, int n, int d, int pairs, uint16_t* dst,
+                ptrdiff_t slab) {
+  for (int q = 0; q < pairs; ++q) {
+    const int k = 2 * q;
+    const T* a = k < n ? v + k * ldv : nullptr;
+    const T* b = k + 1 < n ? v + (k + 1) * ldv : nullptr;
+    uint16_t* out = dst + static_cast<ptrdiff_t>(q) * 32;
+    for (int e = 0; e < d; e += kTileCols) {
+      const __m512i x = a != nullptr ? PairOf(a + e, b != nullptr ? b + e : nullptr)
+                                     : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + (e / kTileCols) * slab, x);
+    }
+  }
+}
+
+// P row in BF16 over [0, width): exp scores s[x] for x in [b, e) (the row's
+// keys in the chunk), 0 elsewhere. s holds at least RoundUp(e, 16) floats;
+// lanes outside [b, e) are not read.
+void PRow(const float* s, int b, int e, int width, uint16_t* dst) {
+  for (int x = 0; x < width; x += 16) {
+    const int lo = std::clamp(b - x, 0, 16), hi = std::clamp(e - x, 0, 16);
+    const uint32_t bits = lo < hi ? ((hi == 16 ? 0xFFFFu : (1u << hi) - 1) & ~((1u << lo) - 1)) : 0;
+    const __m512 p = _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits), s + x);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + x), (__m256i)_mm512_cvtneps_pbh(p));
+  }
+}
+
+uint16_t* U16(FloatBuffer& b, size_t n) { return reinterpret_cast<uint16_t*>(b.Get((n + 1) / 2)); }
+
+// Keys [c0, c1) seen by rows [r0, r1) of the block.
+Range RowsHull(const Workspace& ws, int r0, int r1, int c0, int c1) {
+  Range h{c1, c0};
+  for (int i = r0; i < r1; ++i) {
+    const Range rk = Intersect(ws.row_keys[i], c0, c1);
+    if (rk.begin >= rk.end) continue;
+    h = {std::min(h.begin, rk.begin), std::max(h.end, rk.end)};
+  }
+  return h;
+}
+
+}  // namespace
+
+void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
+                 const AttentionShape& shape, const SeqProblem& pr, int g, int row0, int row1,
+                 const Blocking& blocking, Workspace& ws) {
+  const int d = shape.head_dim;
+  const int hq = shape.q_heads;
+  const int ratio = shape.q_heads / shape.kv_heads;
+  const ptrdiff_t ldkv = static_cast<ptrdiff_t>(shape.kv_heads) * d;
+  const ptrdiff_t head = static_cast<ptrdiff_t>(g) * d;
+  const bool tile16 = pr.k16 != nullptr;
+  const int rows = row1 - row0;
+  const int tiles = CutTiles(rows, ws);  // the softmax's register tiles
+  const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
+
+  // A non-finite value in the band: 16-row tiles would multiply it by the
+  // P = 0 of rows that do not see it. The AVX512-BF16 driver keeps such
+  // values in the rows that see them (its row-by-row P.V).
+  for (int key = hull.begin; key < hull.end; ++key) {
+    const bool bad = tile16 ? NonFiniteRow(pr.v16 + head + key * ldkv, d)
+                            : NonFiniteRow(pr.v + head + key * ldkv, d);
+    if (bad) return RunBlockBf16(kb, kn, shape, pr, g, row0, row1, blocking, ws);
+  }
+
+  const bool q_in_place = shape.kv_heads == 1;
+  const uint16_t* q = pr.q_bf16 + static_cast<ptrdiff_t>(row0) * d;
+  if (!q_in_place) {
+    uint16_t* qc = U16(ws.q16, static_cast<size_t>(rows) * d);
+    for (int i = 0; i < rows; ++i) {
+      const int t = (row0 + i) / ratio;
+      const int h = g * ratio + (row0 + i) % ratio;
+      std::memcpy(qc + static_cast<ptrdiff_t>(i) * d,
+                  pr.q_bf16 + (static_cast<ptrdiff_t>(t) * hq + h) * d, sizeof(uint16_t) * d);
+    }
+    q = qc;
+  }
+
+  const BlockOutput out = SetUpOutput(pr, hull, row0, rows, d, q_in_place, blocking, ws);
+  float* const o = out.o;
+  Tiles amx;
+  if (out.n_chunks > 0) {
+    const int chunk = RoundUp(CeilDiv(out.span, out.n_chunks), kAmxKeyStep);
+    uint16_t* kt = U16(ws.kt16, static_cast<size_t>(chunk) * d);
+    uint16_t* vp = U16(ws.v16, static_cast<size_t>(chunk) * d);
+    float* s = ws.s.Get(static_cast<size_t>(rows) * chunk);
+    uint16_t* p16 = U16(ws.p16, static_cast<size_t>(rows) * chunk);
+
+    for (int c0 = hull.begin; c0 < hull.end; c0 += chunk) {
+      const int c1 = std::min(c0 + chunk, hull.end);
+      const int lds = RoundUp(c1 - c0, kTileCols);
+      const int ldp = RoundUp(c1 - c0, kAmxKeyStep);
+      const ptrdiff_t slab = static_cast<ptrdiff_t>(ldp) * kTileCols;
+      if (tile16) {
+        kb.pack_kt16(pr.k16 + head + c0 * ldkv, ldkv, c1 - c0, d, kt);
+        PackValues(pr.v16 + head + c0 * ldkv, ldkv, c1 - c0, d, ldp / 2, vp, slab);
+      } else {
+        kb.pack_kt(pr.k + head + c0 * ldkv, ldkv, c1 - c0, d, kt);
+        PackValues(pr.v + head + c0 * ldkv, ldkv, c1 - c0, d, ldp / 2, vp, slab);
+      }
+
+      // Raw scores (the softmax applies the scale), two row tiles at a time,
+      // over the K^T panels their rows' keys meet.
+      for (int r0 = 0; r0 < rows; r0 += 2 * kAmxRows) {
+        const int m0 = std::min(kAmxRows, rows - r0);
+        const int m1 = std::clamp(rows - r0 - kAmxRows, 0, kAmxRows);
+        const Range h = RowsHull(ws, r0, r0 + m0 + m1, c0, c1);
+        if (h.begin >= h.end) continue;
+        const int p0 = (h.begin - c0) / kTileCols, p1 = CeilDiv(h.end - c0, kTileCols);
+        const uint16_t* a0 = q + static_cast<ptrdiff_t>(r0) * d;
+        float* s0 = s + static_cast<ptrdiff_t>(r0) * lds;
+        amx.Use(m0, m1);
+        if (m1 > 0)
+          Scores<true>(a0, a0 + kAmxRows * d, d, d, kt, p0, p1, s0, s0 + kAmxRows * lds, lds);
+        else
+          Scores<false>(a0, nullptr, d, d, kt, p0, p1, s0, nullptr, lds);
+      }
+
+      OnlineSoftmax(kn, shape, rows, c0, c1, lds, shape.scale, s, o, d, ws);
+      for (int i = 0; i < rows; ++i) {
+        const Range rk = Intersect(ws.row_keys[i], c0, c1);
+        PRow(s + static_cast<ptrdiff_t>(i) * lds, rk.begin - c0, rk.end - c0, ldp,
+             p16 + static_cast<ptrdiff_t>(i) * ldp);
+      }
+
+      // O (+)= P V over the key steps the rows' keys meet (P is 0 elsewhere
+      // and every value of the band is finite). In place (one chunk) the
+      // rows are written, else accumulated into the cleared, rescaled O.
+      for (int r0 = 0; r0 < rows; r0 += 2 * kAmxRows) {
+        const int m0 = std::min(kAmxRows, rows - r0);
+        const int m1 = std::clamp(rows - r0 - kAmxRows, 0, kAmxRows);
+        const Range h = RowsHull(ws, r0, r0 + m0 + m1, c0, c1);
+        const int k0 = h.begin < h.end ? (h.begin - c0) / kAmxKeyStep : 0;
+        const int k1 = h.begin < h.end ? CeilDiv(h.end - c0, kAmxKeyStep) : 0;
+        if (k0 >= k1 && !out.in_place) continue;
+        const uint16_t* a0 = p16 + static_cast<ptrdiff_t>(r0) * ldp;
+        float* o0 = o + static_cast<ptrdiff_t>(r0) * d;
+        amx.Use(m0, m1);
+        if (m1 > 0)
+          Values<true>(a0, a0 + kAmxRows * ldp, ldp, vp, slab, k0, k1, d, o0, o0 + kAmxRows * d,
+                       d, !out.in_place);
+        else
+          Values<false>(a0, nullptr, ldp, vp, slab, k0, k1, d, o0, nullptr, d, !out.in_place);
+        if (out.in_place) NormaliseRows(kn, o, d, r0, m0 + m1, ws);
+      }
+    }
+  }
+
+  WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws, out.in_place);
+}
+
+}  // namespace attn
+}  // namespace swa::cpu
+
+#else  // no x86-64: no AMX
+
+namespace swa::cpu {
+bool AmxTileDataGranted() { return false; }
+}  // namespace swa::cpu
+
+#endif
