@@ -153,6 +153,49 @@ __attribute__((target("avx512f,avx512bf16"))) inline double Bf16DotPeakAvx512(lo
   if (sink == 12345.0f) std::puts("");
   return 12.0 * 32 * 2 * iters / s / 1e9;
 }
+// tdpbf16ps peak (AMX-BF16): 6 independent accumulator tiles of 16 x 16
+// FP32 over one A (16 x 32 BF16) and one B tile, 16 * 16 * 32 products
+// (16384 FLOP) per instruction. Needs the tile data the library asked Linux
+// for (swa::cpu::AmxKernelsAvailable()); iters / 16 rounds of 6.
+struct AmxTileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+__attribute__((target("amx-tile,amx-bf16"))) inline double AmxBf16Peak(long iters) {
+  alignas(64) AmxTileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  alignas(64) static uint16_t a[16 * 32], b[16 * 32];
+  alignas(64) static float c[16 * 16];
+  for (int i = 0; i < 16 * 32; ++i) a[i] = b[i] = 0x3a83;  // 1e-3 in BF16
+  _tile_loadconfig(&cfg);
+  _tile_loadd(6, a, 64);
+  _tile_loadd(7, b, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  const long rounds = iters / 16;
+  const double t0 = ThreadCpuSeconds();
+  for (long it = 0; it < rounds; ++it) {
+    _tile_dpbf16ps(0, 6, 7);
+    _tile_dpbf16ps(1, 6, 7);
+    _tile_dpbf16ps(2, 6, 7);
+    _tile_dpbf16ps(3, 6, 7);
+    _tile_dpbf16ps(4, 6, 7);
+    _tile_dpbf16ps(5, 6, 7);
+  }
+  const double s = ThreadCpuSeconds() - t0;
+  _tile_stored(0, c, 64);
+  _tile_release();
+  if (c[0] == 12345.0f) std::puts("");
+  return 6.0 * 16 * 16 * 32 * 2 * rounds / s / 1e9;
+}
 #endif
 
 inline double BestOf(double (*fn)(long), int reps) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/attention.h"
 #include "codec/codec.h"
 #include "cpu_bench_common.h"
 #include "swacache.h"
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
   }
   const double budget = quick ? 0.2 : 1.0;
   const int reps = repeat > 0 ? repeat : quick ? 3 : 7;
-  double peak = 0, peak2 = 0, peak512 = 0, peak_bf16 = 0;
+  double peak = 0, peak2 = 0, peak512 = 0, peak_bf16 = 0, peak_amx = 0;
   bool have_bf16 = false;
 #if defined(__x86_64__)
   if (only.empty() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
@@ -227,18 +228,22 @@ int main(int argc, char** argv) {
   if (only.empty() && __builtin_cpu_supports("avx512f")) peak512 = BestOf(FmaPeakAvx512, reps);
   have_bf16 = __builtin_cpu_supports("avx512bf16");
   if (only.empty() && have_bf16) peak_bf16 = BestOf(Bf16DotPeakAvx512, reps);
+  if (only.empty() && swa::cpu::AmxKernelsAvailable()) peak_amx = BestOf(AmxBf16Peak, reps);
 #endif
+  // The BF16 path's own peak: %dpbf compares with it.
+  const std::string bf16_path = swa::cpu::Bf16AttentionPathName();
+  const double peak_bf16_path = bf16_path == "amx_bf16" ? peak_amx : peak_bf16;
   peak = std::max(peak2, peak512);
   const char* forced = std::getenv("SWACACHE_ATTENTION");
   std::printf("swa_step decode on the CPU backend: W %d, %d tokens per sequence, %d-token history\n",
               kWindow, kTokens, kHistory);
   std::printf("(a) measured 1-core FMA peak: AVX2 %.1f, AVX-512 %.1f GFLOP/s (%%peak uses the "
-              "larger); vdpbf16ps peak %.1f GFLOP/s\n",
-              peak2, peak512, peak_bf16);
-  std::printf("ours fp32: FP32 queries (SWACACHE_ATTENTION=%s); ours bf16: the same queries "
-              "as BF16 (%s)\n",
-              forced != nullptr ? forced : "unset: avx512 if the CPU has it",
-              have_bf16 ? "AVX512-BF16 kernels on MXFP8/BF16 rings" : "no AVX512-BF16: FP32 kernels");
+              "larger); vdpbf16ps peak %.1f GFLOP/s; tdpbf16ps (AMX-BF16) peak %.1f GFLOP/s\n",
+              peak2, peak512, peak_bf16, peak_amx);
+  std::printf("ours fp32: FP32 queries (SWACACHE_ATTENTION=%s: %s kernels); ours bf16: the same "
+              "queries as BF16 (path chosen: %s)\n",
+              forced != nullptr ? forced : "unset", swa::cpu::AttentionKernelName(),
+              bf16_path.c_str());
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
   std::printf("(b) dequantise (our codec) + OpenBLAS %s (\"%s\") sgemm, softmax, sgemm\n",
               OPENBLAS_VERSION, openblas_get_corename());
@@ -325,8 +330,8 @@ int main(int argc, char** argv) {
         if (threads == 2) scal32 = ratio(gf, one_thread), scal16 = ratio(gf16, one_thread16);
         char pct[16] = "-", pct16[16] = "-";
         if (peak > 0 && gf_cpu > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak);
-        if (peak_bf16 > 0 && gf16_cpu > 0)
-          std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16);
+        if (peak_bf16_path > 0 && gf16_cpu > 0)
+          std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16_path);
         std::printf("%-32.32s %4d %3u | %7.1f %7.1f %7.1f %7s %7s %7s | %7.1f %7.1f %7.1f %7s %7s %7s %6s %6s | %6s %6s\n",
                     c.name, seqs, threads, gf, gf16, base_gf, ratio(gf, base_gf).c_str(),
                     ratio(gf16, base_gf).c_str(), ratio(gf16, gf).c_str(), gf_cpu, gf16_cpu,
@@ -338,7 +343,7 @@ int main(int argc, char** argv) {
   std::printf("\nfp32: FP32 queries; bf16: the same queries as BF16; base: (b) on the same threads.\n"
               "All but the 2-thread base timed interleaved, call by call; that one alone, after.\n"
               "%%FMA: fp32 per CPU-second against the larger 1-core FMA peak of (a); %%dpbf: bf16\n"
-              "against the vdpbf16ps peak. scal32, scal16: 2 threads vs 1, wall clock (only meaningful\n"
+              "against the peak of the chosen BF16 path (tdpbf16ps for amx_bf16, else vdpbf16ps). scal32, scal16: 2 threads vs 1, wall clock (only meaningful\n"
               "on an otherwise idle machine). CPU-second figures ignore time the process was not\n"
               "running (robust to other load), not the caches it shares.\nmachine load (1/5/15 min): %s\n",
               LoadAverage().c_str());
