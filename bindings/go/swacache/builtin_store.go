@@ -245,15 +245,25 @@ func NewRedisClusterStore(cfg RedisClusterStoreConfig) (*BuiltinStore, error) {
 }
 
 // Close frees a store that no cache took over. Closing twice, or after
-// SetStore took it, is a no-op and returns nil.
+// SetStore took it, is a no-op and returns nil. Close on a nil *BuiltinStore
+// (its constructor failed) or a zero BuiltinStore returns an error matching
+// ErrInvalidArgument and does nothing.
 func (s *BuiltinStore) Close() error {
+	if s == nil {
+		return nilHandleError("BuiltinStore", "its constructor (NewMemoryStore, ...)")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.tbl.struct_size == 0 { // A zero BuiltinStore: no constructor filled it.
+		return nilHandleError("BuiltinStore", "its constructor (NewMemoryStore, ...)")
+	}
 	if s.live {
 		C.swago_tbl_release(&s.tbl)
 		s.live = false
+		// Only a live store has a finalizer (a zero value never had one, and
+		// SetFinalizer on a value outside the heap is a fatal error).
+		runtime.SetFinalizer(s, nil)
 	}
-	runtime.SetFinalizer(s, nil)
 	return nil
 }
 
@@ -272,6 +282,9 @@ func (s *BuiltinStore) attach(cp *C.swa_cache_t) error {
 }
 
 func (s *BuiltinStore) acquire() error {
+	if s == nil {
+		return nilHandleError("BuiltinStore", "its constructor (NewMemoryStore, ...)")
+	}
 	s.mu.RLock()
 	if !s.live {
 		s.mu.RUnlock()

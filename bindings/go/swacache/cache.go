@@ -109,8 +109,13 @@ func NewCache(cfg Config) (*Cache, error) {
 
 // Close destroys every Plan still open on the cache, then the cache and its
 // pool (swa_cache_destroy). It waits for calls in flight. Closing twice is a
-// no-op and returns nil.
+// no-op and returns nil. Close on a nil *Cache (NewCache failed) or a zero
+// Cache returns an error matching ErrInvalidArgument, as os.File.Close does,
+// and does nothing.
 func (c *Cache) Close() error {
+	if c == nil || c.s == nil {
+		return nilHandleError("Cache", "NewCache")
+	}
 	c.s.close()
 	runtime.SetFinalizer(c, nil)
 	return nil
@@ -136,6 +141,9 @@ func (s *cacheState) close() {
 // acquire read-locks the cache and returns its pointer, or ErrClosed.
 // The caller must call release (s.mu.RUnlock) when the C call returned.
 func (s *cacheState) acquire() (*C.swa_cache_t, error) {
+	if s == nil { // A zero Cache.
+		return nil, nilHandleError("Cache", "NewCache")
+	}
 	s.mu.RLock()
 	if s.ptr == nil {
 		s.mu.RUnlock()

@@ -109,6 +109,14 @@ func closedError(what string) error {
 	return &Error{Code: CodeFailedPrecondition, Message: what + " is closed", closed: true}
 }
 
+// nilHandleError is what Close (and the calls that check for it) return on a
+// nil pointer or a zero value: an INVALID_ARGUMENT naming the type and the
+// constructor whose error was probably ignored.
+func nilHandleError(typ, constructor string) error {
+	return errorf(CodeInvalidArgument, "%s: nil or zero value (did %s fail? its error says why)",
+		typ, constructor)
+}
+
 // codeOf maps any error returned by a Go store to a status code: an *Error
 // keeps its code, an error matching a sentinel gets that code, and anything
 // else is UNKNOWN.

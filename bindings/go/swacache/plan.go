@@ -119,7 +119,12 @@ func (c *Cache) NewPlanWithOptions(o PlanOptions) (*Plan, error) {
 
 // Close destroys the plan (swa_plan_destroy); a built plan's slot updates
 // stay. Closing twice, or after Cache.Close, is a no-op and returns nil.
+// Close on a nil *Plan (NewPlan failed) or a zero Plan returns an error
+// matching ErrInvalidArgument and does nothing.
 func (p *Plan) Close() error {
+	if p == nil || p.s == nil || p.c == nil || p.c.s == nil {
+		return nilHandleError("Plan", "Cache.NewPlan")
+	}
 	runtime.SetFinalizer(p, nil)
 	cs := p.c.s
 	cs.mu.RLock() // The cache must outlive the plan's destroy.
@@ -135,6 +140,9 @@ func (p *Plan) Close() error {
 
 // lock read-locks the cache and locks the plan; unlock undoes both.
 func (p *Plan) lock() (*C.swa_cache_t, *C.swa_plan_t, error) {
+	if p == nil || p.s == nil || p.c == nil {
+		return nil, nil, nilHandleError("Plan", "Cache.NewPlan")
+	}
 	cp, err := p.c.s.acquire()
 	if err != nil {
 		return nil, nil, closedError("plan")

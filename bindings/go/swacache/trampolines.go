@@ -6,7 +6,11 @@ package swacache
 //
 // Every trampoline copies what it needs out of the library's borrowed
 // buffers before calling the store, converts the store's error or panic into
-// a status and a message, and never lets a panic unwind into C.
+// a status and a message, and never lets a panic unwind into C. The store
+// runs on a goroutine of its own (callStore): a panic(nil) (which recover
+// cannot see before Go 1.21) or a runtime.Goexit (what t.FailNow does) ends
+// that goroutine without completing, and the trampoline returns INTERNAL
+// instead of reporting success or never returning to C.
 
 /*
 #include <stdint.h>
@@ -44,13 +48,34 @@ func fail(err error, msg *C.char, msgCap C.size_t) C.int {
 	return C.int(codeOf(err))
 }
 
-// recoverPanic, deferred by each trampoline, makes a panic in a store the
-// status INTERNAL with the panic text as the message.
-func recoverPanic(status *C.int, msg *C.char, msgCap C.size_t) {
-	if r := recover(); r != nil {
-		writeMessage(msg, msgCap, fmt.Sprintf("panic in Go store: %v", r))
-		*status = C.int(CodeInternal)
-	}
+// callStore runs f on a fresh goroutine and waits for it. f's status is the
+// result when f returns; a panic becomes INTERNAL with the panic's text, and
+// a goroutine that ended without f returning (panic(nil) before Go 1.21,
+// runtime.Goexit) becomes INTERNAL with a message that says so.
+func callStore(msg *C.char, msgCap C.size_t, f func() C.int) C.int {
+	status := C.int(CodeInternal)
+	done := make(chan struct{})
+	go func() {
+		completed := false
+		defer close(done)
+		defer func() {
+			if completed {
+				return
+			}
+			if r := recover(); r != nil {
+				writeMessage(msg, msgCap, fmt.Sprintf("panic in Go store: %v", r))
+			} else {
+				writeMessage(msg, msgCap, "the Go store callback did not return: it called "+
+					"runtime.Goexit (t.FailNow?) or panic(nil)")
+			}
+			status = C.int(CodeInternal)
+		}()
+		st := f()
+		completed = true
+		status = st
+	}()
+	<-done
+	return status
 }
 
 func goBytes(p *C.uint8_t, n C.size_t) []byte {
@@ -69,77 +94,81 @@ func iovs(iov *C.swa_iov_t, n C.size_t) []C.swa_iov_t {
 
 //export swagoStorePut
 func swagoStorePut(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_iov_t, nIov C.size_t,
-	msg *C.char, msgCap C.size_t) (status C.int) {
-	defer recoverPanic(&status, msg, msgCap)
-	var total int
-	for _, v := range iovs(iov, nIov) {
-		total += int(v.size)
-	}
-	blob := make([]byte, 0, total)
-	for _, v := range iovs(iov, nIov) {
-		if v.size > 0 {
-			blob = append(blob, unsafe.Slice((*byte)(v.data), int(v.size))...)
+	msg *C.char, msgCap C.size_t) C.int {
+	return callStore(msg, msgCap, func() C.int {
+		var total int
+		for _, v := range iovs(iov, nIov) {
+			total += int(v.size)
 		}
-	}
-	if err := storeOf(h).Put(goBytes(key, keyLen), blob); err != nil {
-		return fail(err, msg, msgCap)
-	}
-	return 0
+		blob := make([]byte, 0, total)
+		for _, v := range iovs(iov, nIov) {
+			if v.size > 0 {
+				blob = append(blob, unsafe.Slice((*byte)(v.data), int(v.size))...)
+			}
+		}
+		if err := storeOf(h).Put(goBytes(key, keyLen), blob); err != nil {
+			return fail(err, msg, msgCap)
+		}
+		return 0
+	})
 }
 
 //export swagoStoreGet
 func swagoStoreGet(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_iov_t, nIov C.size_t,
-	blobSize *C.uint64_t, msg *C.char, msgCap C.size_t) (status C.int) {
-	defer recoverPanic(&status, msg, msgCap)
-	blob, err := storeOf(h).Get(goBytes(key, keyLen))
-	if err != nil {
-		return fail(err, msg, msgCap)
-	}
-	if uint64(len(blob)) != uint64(*blobSize) {
-		*blobSize = C.uint64_t(len(blob)) // The library asks again or explains.
-		return 0
-	}
-	rest := blob
-	for _, v := range iovs(iov, nIov) {
-		if v.size > 0 {
-			rest = rest[copy(unsafe.Slice((*byte)(v.data), int(v.size)), rest):]
+	blobSize *C.uint64_t, msg *C.char, msgCap C.size_t) C.int {
+	return callStore(msg, msgCap, func() C.int {
+		blob, err := storeOf(h).Get(goBytes(key, keyLen))
+		if err != nil {
+			return fail(err, msg, msgCap)
 		}
-	}
-	return 0
+		if uint64(len(blob)) != uint64(*blobSize) {
+			*blobSize = C.uint64_t(len(blob)) // The library asks again or explains.
+			return 0
+		}
+		rest := blob
+		for _, v := range iovs(iov, nIov) {
+			if v.size > 0 {
+				rest = rest[copy(unsafe.Slice((*byte)(v.data), int(v.size)), rest):]
+			}
+		}
+		return 0
+	})
 }
 
 //export swagoStoreExists
 func swagoStoreExists(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, exists *C.uint32_t,
-	msg *C.char, msgCap C.size_t) (status C.int) {
-	defer recoverPanic(&status, msg, msgCap)
-	ok, err := storeOf(h).Exists(goBytes(key, keyLen))
-	if err != nil {
-		return fail(err, msg, msgCap)
-	}
-	*exists = 0
-	if ok {
-		*exists = 1
-	}
-	return 0
+	msg *C.char, msgCap C.size_t) C.int {
+	return callStore(msg, msgCap, func() C.int {
+		ok, err := storeOf(h).Exists(goBytes(key, keyLen))
+		if err != nil {
+			return fail(err, msg, msgCap)
+		}
+		*exists = 0
+		if ok {
+			*exists = 1
+		}
+		return 0
+	})
 }
 
 //export swagoStoreRemove
 func swagoStoreRemove(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, msg *C.char,
-	msgCap C.size_t) (status C.int) {
-	defer recoverPanic(&status, msg, msgCap)
-	if err := storeOf(h).Remove(goBytes(key, keyLen)); err != nil {
-		return fail(err, msg, msgCap)
-	}
-	return 0
+	msgCap C.size_t) C.int {
+	return callStore(msg, msgCap, func() C.int {
+		if err := storeOf(h).Remove(goBytes(key, keyLen)); err != nil {
+			return fail(err, msg, msgCap)
+		}
+		return 0
+	})
 }
 
 //export swagoStoreRelease
 func swagoStoreRelease(h C.uintptr_t) {
-	defer func() { _ = recover() }() // Never unwind into C.
 	hd := cgo.Handle(h)
 	s := hd.Value()
 	hd.Delete()
 	if r, ok := s.(StoreReleaser); ok {
-		r.Release()
+		// Release cannot report: a panic or Goexit in it is dropped.
+		callStore(nil, 0, func() C.int { r.Release(); return 0 })
 	}
 }
