@@ -706,6 +706,16 @@ typedef struct swa_step_args {
    *  the scaled (and capped) logits, sink included; -inf for a row with no key
    *  and no sink (\ref sem_attention). For swa_attention_merge(). Default NULL. */
   float* lse;
+  /* Appended after 0.2.0 (a struct_size without it means: positions NULL). */
+  /** Optional [T] int32 RoPE positions, host memory on every backend (the
+   *  CUDA backend copies them on `stream`; the array may be reused once the
+   *  call returns): token t of the step is rotated (q and new key, and its
+   *  output back where the layer de-rotates) by positions[t] instead of its
+   *  cache position. Only RoPE reads them: the ring rows, the window and the
+   *  causal mask still follow the cache positions (\ref sem_rope_positions).
+   *  Each value must be >= 0. Ignored by layers without in-step RoPE. NULL =
+   *  the cache positions. Not accepted by the graph decode. Default NULL. */
+  const int32_t* positions;
 } swa_step_args_t;
 
 /** \brief Fill *args with the defaults listed on swa_step_args_t (all pointers NULL).
@@ -735,7 +745,8 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  \retval SWA_OK on success (NaN/Inf inputs are counted in swa_cache_stats()).
  *  \retval SWA_INVALID_ARGUMENT for NULL tensors, a v_new that does not match the
  *  layer's K/V sharing, unknown dtypes, missing or unexpected sinks, a negative or
- *  non-finite softmax_scale, a bad struct_size.
+ *  non-finite softmax_scale, a bad struct_size, a negative positions[t] (the
+ *  message names t and the value).
  *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
  *  \retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or
  *  belongs to another cache; or when one of its slots was freed since the build
@@ -856,6 +867,85 @@ SWA_API void swa_merge_args_init(swa_merge_args_t* args);
  *  CUDA error).
  *  \note Thread-safe; on CUDA the work is enqueued on args->stream. */
 SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args);
+
+/* ---- RoPE as a service -------------------------------------------------- */
+
+/** \brief A layer's RoPE as the step applies it (\ref sem_rope), written by
+ *  swa_rope_table(). */
+typedef struct swa_rope_info {
+  size_t struct_size;         /**< Set by the caller to sizeof(swa_rope_info_t). */
+  swa_rope_style_t style;     /**< The layer's rope_style (SWA_ROPE_NONE: no table). */
+  uint32_t first_dim;         /**< First rotary dim of each head. */
+  uint32_t dims;              /**< Rotary dims n; the table has n/2 frequencies. */
+  /** What multiplies cos and sin of q and k (the resolved rope_attention_factor:
+   *  YaRN's default where the layer gives 0). */
+  float attention_factor;
+  uint32_t derotate_output;   /**< 1: the step rotates its output back. */
+} swa_rope_info_t;
+
+/** \brief Read a layer's RoPE frequencies, the FP32 values every step of a
+ *  cache with this layer rotates with (plain RoPE or YaRN, \ref sem_rope).
+ *  \param[in] layer The layer description (validated as swa_cache_create()
+ *  validates it).
+ *  \param[out] inv_freq [capacity] floats: frequency i (angle = position *
+ *  inv_freq[i], rounded to FP32) of rotary pair i. May be NULL when capacity
+ *  is 0 (to read `info` only).
+ *  \param[in] capacity Floats inv_freq holds; at least dims/2 when not 0.
+ *  \param[out] info The style, slice and attention factor; may be NULL.
+ *  \retval SWA_OK on success (a layer without RoPE: info->style NONE, dims 0,
+ *  attention_factor 1; nothing is written to inv_freq).
+ *  \retval SWA_INVALID_ARGUMENT for a NULL or invalid layer (the message names
+ *  the field), a capacity below dims/2 (not 0), a NULL inv_freq with capacity
+ *  > 0, a bad struct_size. Nothing is written then.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_rope_table(const swa_layer_desc_t* layer, float* inv_freq,
+                                    uint32_t capacity, swa_rope_info_t* info);
+
+/** \brief Arguments of swa_rope_apply(). Fill with swa_rope_args_init(). */
+typedef struct swa_rope_args {
+  size_t struct_size;         /**< sizeof(swa_rope_args_t), set by init. */
+  /** The layer whose rotation to apply (style, slice, theta, YaRN, factor);
+   *  its head_dim is the tensor's D. Borrowed for the call. */
+  const swa_layer_desc_t* layer;
+  void* x;                    /**< [tokens, heads, head_dim] in dtype, rotated in place. */
+  swa_dtype_t dtype;          /**< SWA_DTYPE_FP32 or SWA_DTYPE_BF16. Default SWA_DTYPE_FP32. */
+  uint32_t heads;             /**< Head vectors per token, >= 1. Default 1. */
+  int64_t tokens;             /**< Rows of x, >= 0; 0 is a no-op. Default 0. */
+  /** [tokens] int32 positions, each >= 0; host memory on every device (copied
+   *  on `stream` for a CUDA device). */
+  const int32_t* positions;
+  /** 0: rotate forward by each position with cos and sin times the attention
+   *  factor (what the step does to q and the new keys); 1: rotate back by minus
+   *  the position without the factor (what the step does to a de-rotated
+   *  output). Default 0. */
+  uint32_t inverse;
+  /** -1 = x is host memory (rotated on the calling thread); d >= 0 = device
+   *  memory of CUDA device d, rotated on `stream`. Default -1. */
+  int32_t device;
+  void* stream;               /**< cudaStream_t for device >= 0; ignored for -1. */
+} swa_rope_args_t;
+
+/** \brief Fill *args with the defaults listed on swa_rope_args_t (pointers NULL).
+ *  \param[out] args Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_rope_args_init(swa_rope_args_t* args);
+
+/** \brief Rotate a caller's tensor with a layer's RoPE, bit for bit as
+ *  swa_step() rotates inside (\ref sem_rope_service): the same
+ *  table (swa_rope_table()), angle, cos/sin and rounding. In FP32; a BF16 x
+ *  is widened, rotated and rounded back to nearest even. Host rotations equal
+ *  the CPU step's, device rotations the CUDA step's.
+ *  \param[in] args The layer, tensor, positions and where x lives.
+ *  \retval SWA_OK on success (a layer without RoPE leaves x as it is).
+ *  \retval SWA_INVALID_ARGUMENT for a NULL args or layer, an invalid layer, a
+ *  NULL x or positions with tokens > 0, a negative tokens, heads = 0, an
+ *  unknown dtype, inverse not 0 or 1, a negative positions[t] (the message
+ *  names t and the value), sizes that overflow, a device below -1 or that does
+ *  not exist, a bad struct_size. Nothing is written then.
+ *  \retval SWA_UNIMPLEMENTED for device >= 0 in a build without CUDA.
+ *  \retval SWA_INTERNAL when a CUDA call fails (the message names it).
+ *  \note Thread-safe; on a device the work is enqueued on args->stream. */
+SWA_API swa_status_t swa_rope_apply(const swa_rope_args_t* args);
 
 /* ---- Graph decode ------------------------------------------------------- */
 
@@ -1033,7 +1123,9 @@ SWA_API swa_status_t swa_decode_graph_plan(swa_decode_graph_t* graph, const int3
  *  rows, backend memory), and the stream (ignored on the CPU).
  *  \retval SWA_OK when enqueued.
  *  \retval SWA_INVALID_ARGUMENT for NULL tensors, v_new or sinks that do not
- *  match the layer, unknown dtypes, a bad softmax_scale or struct_size.
+ *  match the layer, unknown dtypes, a bad softmax_scale or struct_size, a
+ *  non-NULL positions (the graph decode rotates by cache positions only: its
+ *  captured work cannot read host positions; see \ref sem_rope_positions).
  *  \retval SWA_OUT_OF_RANGE for a layer past the last.
  *  \retval SWA_FAILED_PRECONDITION when no step has been planned.
  *  \note Not thread-safe with other calls on the same graph. */

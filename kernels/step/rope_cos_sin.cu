@@ -17,6 +17,10 @@ __global__ void __launch_bounds__(kThreads) RopeCosSinKernel(RopeCosSinParams p)
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t t = i / p.pairs;
     const int32_t f = static_cast<int32_t>(i % p.pairs);
+    if (p.positions != nullptr) {
+      p.table[i] = RopeTableEntry(static_cast<float>(p.positions[t]), p.inv_freq[f]);
+      continue;
+    }
     const int32_t s = TokenSeq(p.seqs, p.n_seqs, t);
     if (s < 0) continue;
     const PlannedSeq q = p.seqs[s];
@@ -30,10 +34,11 @@ __global__ void __launch_bounds__(kThreads) RopeCosSinKernel(RopeCosSinParams p)
 
 cudaError_t LaunchRopeCosSin(const RopeCosSinParams& p, cudaStream_t stream) {
   if (p.n_tokens < 0 || p.n_seqs < 0 || p.pairs <= 0 ||
-      (p.n_tokens > 0 && (p.seqs == nullptr || p.inv_freq == nullptr || p.table == nullptr)))
+      (p.n_tokens > 0 && ((p.seqs == nullptr && p.positions == nullptr) ||
+                          p.inv_freq == nullptr || p.table == nullptr)))
     return cudaErrorInvalidValue;
   const int64_t total = int64_t(p.n_tokens) * p.pairs;
-  if (total == 0 || p.n_seqs == 0) return cudaSuccess;
+  if (total == 0 || (p.n_seqs == 0 && p.positions == nullptr)) return cudaSuccess;
   const int64_t blocks = (total + kThreads - 1) / kThreads;
   return Launch(RopeCosSinKernel, dim3(static_cast<unsigned>(blocks < 4096 ? blocks : 4096)),
                 dim3(kThreads), 0, stream, p);

@@ -22,9 +22,14 @@ struct RopeCosSinParams {
   const float* inv_freq = nullptr;  // device [pairs]
   int32_t pairs = 0;                // rotary dims / 2
   RopeCs* table = nullptr;          // device [n_tokens, pairs]
+  // Device [n_tokens] positions given by the caller (swa_step_args_t::
+  // positions, swa_rope_apply): row t takes positions[t] and seqs may be
+  // null; nullptr = each token's cache position from seqs.
+  const int32_t* positions = nullptr;
 };
 
 // Row t, entry i = RopeTableEntry(position of token t, inv_freq[i]).
+// The one kernel that computes the angles, for the step and swa_rope_apply.
 cudaError_t LaunchRopeCosSin(const RopeCosSinParams& p, cudaStream_t stream);
 
 }  // namespace swa::kernels

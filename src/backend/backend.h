@@ -12,6 +12,7 @@
 #include "backend/graph_work.h"
 #include "common/merge_work.h"
 #include "backend/project_work.h"
+#include "backend/rope_work.h"
 #include "backend/step_work.h"
 #include "layout/model_spec.h"
 
@@ -86,5 +87,10 @@ bool CudaDeviceAvailable();
 // CUDA backend's merge kernel on work.stream. UNIMPLEMENTED for d >= 0 in a
 // build without CUDA; INVALID_ARGUMENT for a device that does not exist.
 absl::Status MergeWithoutCache(int device, const MergeWork& work);
+
+// swa_rope_apply: `device` -1 = host memory, rotated on the calling thread
+// (the CPU step's rotation); d >= 0 = device memory of CUDA device d, on
+// work.stream (the CUDA step's kernels). Same errors as MergeWithoutCache.
+absl::Status RopeApply(int device, const RopeWork& work);
 
 }  // namespace swa

@@ -4,6 +4,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/merge_cpu.h"
+#include "backend/cpu/rope_cpu.h"
 #ifdef SWACACHE_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -45,6 +46,20 @@ absl::Status MergeWithoutCache(int device, const MergeWork& work) {
 #else
   return absl::UnimplementedError(absl::StrFormat(
       "device = %d: this build of the library has no CUDA backend (-1 merges host memory)",
+      device));
+#endif
+}
+
+absl::Status RopeApply(int device, const RopeWork& work) {
+  if (device < 0) {
+    cpu::RopeApplyCpu(work);
+    return absl::OkStatus();
+  }
+#ifdef SWACACHE_HAVE_CUDA
+  return cuda::RopeApplyOnDevice(device, work);
+#else
+  return absl::UnimplementedError(absl::StrFormat(
+      "device = %d: this build of the library has no CUDA backend (-1 rotates host memory)",
       device));
 #endif
 }

@@ -43,6 +43,9 @@ struct StepTensors {
   float softmax_scale = 0;       // 0 = 1/sqrt(D)
   void* stream = nullptr;
   float* lse = nullptr;          // [T, Hq] or nullptr
+  // [T] host memory: RoPE positions of the tokens (checked >= 0), or nullptr
+  // = the cache positions. RoPE only: rows, window and mask ignore them.
+  const int32_t* positions = nullptr;
 };
 
 // A built plan's arrays, pointing into the plan (valid while it is not rebuilt).

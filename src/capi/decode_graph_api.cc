@@ -94,6 +94,10 @@ SWA_API swa_status_t swa_decode_graph_step(swa_decode_graph_t* graph,
     SWA_RETURN_IF_ERROR(swa::capi::CheckGraph(graph));
     swa::StepTensors tensors;
     SWA_RETURN_IF_ERROR(swa::capi::ConvertStepArgs(args, &tensors));
+    if (tensors.positions != nullptr)
+      return absl::InvalidArgumentError(
+          "positions is not NULL: the graph decode rotates by cache positions only (its captured "
+          "work cannot read host positions)");
     return graph->impl->Step(tensors);
   });
 }

@@ -80,6 +80,7 @@ absl::Status ConvertStepArgs(const swa_step_args_t* args, StepTensors* t) {
   t->softmax_scale = a.softmax_scale;
   t->stream = a.stream;
   t->lse = a.lse;  // NULL (the default) when the caller's struct predates it
+  t->positions = a.positions;  // likewise
   return absl::OkStatus();
 }
 

@@ -96,6 +96,7 @@ SWA_STRUCT_VERSIONS(swa_plan_options_t, swa_plan_options_init, Current<swa_plan_
 SWA_STRUCT_VERSIONS(swa_plan_info_t, nullptr, Current<swa_plan_info_t>());
 SWA_STRUCT_VERSIONS(swa_step_args_t, swa_step_args_init,
                     Before<swa_step_args_t>(offsetof(swa_step_args_t, lse)),  // 0.1
+                    Before<swa_step_args_t>(offsetof(swa_step_args_t, positions)),  // 0.2
                     Current<swa_step_args_t>());
 SWA_STRUCT_VERSIONS(swa_cache_stats_t, nullptr, Current<swa_cache_stats_t>());
 SWA_STRUCT_VERSIONS(swa_merge_args_t, swa_merge_args_init,
@@ -115,6 +116,8 @@ SWA_STRUCT_VERSIONS(swa_store_tiered_config_t, swa_store_tiered_config_init,
                     Current<swa_store_tiered_config_t>());
 SWA_STRUCT_VERSIONS(swa_store_tier_stats_t, nullptr, Current<swa_store_tier_stats_t>());
 SWA_STRUCT_VERSIONS(swa_project_args_t, swa_project_args_init, Current<swa_project_args_t>());
+SWA_STRUCT_VERSIONS(swa_rope_info_t, nullptr, Current<swa_rope_info_t>());
+SWA_STRUCT_VERSIONS(swa_rope_args_t, swa_rope_args_init, Current<swa_rope_args_t>());
 
 #undef SWA_STRUCT_VERSIONS
 

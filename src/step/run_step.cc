@@ -34,6 +34,7 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
   if (!plan.built())
     return absl::FailedPreconditionError("plan is not built (build it, or it was cancelled)");
   SWA_RETURN_IF_ERROR(CheckStepTensors(cache.layout(), tensors, plan.n_tokens() > 0));
+  SWA_RETURN_IF_ERROR(CheckPositions(tensors.positions, plan.n_tokens()));
   // Freed, reused or busy since the build? If not, the slots stay held until
   // the step returns: a free, reset, copy, save or restore of one of them on
   // another thread fails instead of racing the step's reads and writes.

@@ -32,6 +32,17 @@ absl::Status CheckStepTensors(const Layout& lay, const StepTensors& t, bool has_
   return absl::OkStatus();
 }
 
+absl::Status CheckPositions(const int32_t* positions, int64_t n_tokens) {
+  if (positions == nullptr) return absl::OkStatus();
+  // Every int32 >= 0 is a valid angle: inv_freq <= 1 (theta > 1), so
+  // |pos * inv_freq| < 2^31, as for cache positions.
+  for (int64_t t = 0; t < n_tokens; ++t)
+    if (positions[t] < 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "positions[%d] = %d is negative: RoPE positions must be >= 0", t, positions[t]));
+  return absl::OkStatus();
+}
+
 float ResolveSoftmaxScale(float softmax_scale, const StepLayer& layer) {
   if (softmax_scale != 0) return softmax_scale;
   if (layer.softmax_scale != 0) return layer.softmax_scale;

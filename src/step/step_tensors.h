@@ -20,6 +20,10 @@ absl::Status CheckStepTensors(const Layout& layout, const StepTensors& tensors, 
 // The scale the scores are multiplied by, the one rule for swa_step and the
 // graph decode: the step's `softmax_scale` when non-zero, else the layer's
 // (swa_layer_desc_t::softmax_scale) when non-zero, else 1/sqrt(head_dim).
+// INVALID_ARGUMENT naming t and the value for a negative positions[t] of
+// the `n_tokens` RoPE positions (nullptr: none given, OK).
+absl::Status CheckPositions(const int32_t* positions, int64_t n_tokens);
+
 float ResolveSoftmaxScale(float softmax_scale, const StepLayer& layer);
 
 }  // namespace swa

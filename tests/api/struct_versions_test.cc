@@ -47,7 +47,8 @@ SIZES(swa_tensor_view_t, 96);
 SIZES(swa_slot_info_t, 32);
 SIZES(swa_plan_options_t, 16);
 SIZES(swa_plan_info_t, 72);
-SIZES(swa_step_args_t, 96, 104);  // 0.1 (ae3ec38); lse appended (cac1c0f)
+SIZES(swa_step_args_t, 96, 104, 112);  // 0.1 (ae3ec38); lse appended (cac1c0f);
+                                       // positions (after 0.2.0)
 SIZES(swa_cache_stats_t, 48);
 SIZES(swa_merge_args_t, 80, 88);  // 0.2; device appended (after 0.2.0)
 SIZES(swa_kv_store_t, 56);
@@ -59,6 +60,8 @@ SIZES(swa_store_redis_cluster_config_t, 48);
 SIZES(swa_store_tiered_config_t, 24);
 SIZES(swa_store_tier_stats_t, 64);
 SIZES(swa_project_args_t, 72);
+SIZES(swa_rope_info_t, 32);
+SIZES(swa_rope_args_t, 64);
 #undef SIZES
 
 constexpr unsigned char kPoison = 0xA5;
@@ -227,7 +230,11 @@ TEST_F(StructVersions, StepArgs) {
   a.layer = 0, a.q = q_.data(), a.k_new = k_.data(), a.v_new = v_.data(), a.out = out_.data();
   ASSERT_EQ(Step(&a), SWA_OK) << swa_last_error();
   const std::vector<float> want = out_;
-  // An older caller's lse bytes are poison: read, they would be a wild pointer.
+  // Given positions are checked (>= 0) whether the layer rotates or not.
+  const std::vector<int32_t> positions(64, 3);
+  a.positions = positions.data();
+  // An older caller's lse and positions bytes are poison: read, they would be
+  // wild pointers.
   CheckEverySize<swa_step_args_t>("swa_step_args_t", kSizes_swa_step_args_t, a,
                                   [&](swa_step_args_t* args) {
                                     const swa_status_t st = Step(args);
@@ -262,6 +269,34 @@ TEST_F(StructVersions, ProjectArgs) {
                                        return swa_project(cache_, args);
                                      });
   EXPECT_EQ(out[0], 4.0f);
+}
+
+// A RoPE layer's table: the info is an output struct.
+TEST_F(StructVersions, RopeInfo) {
+  swa_layer_desc_t l;
+  swa_layer_desc_init(&l);
+  l.rope_style = SWA_ROPE_NEOX, l.rope_dims = 64;
+  swa_rope_info_t info{};
+  float freq[32];
+  CheckEverySize<swa_rope_info_t>("swa_rope_info_t", kSizes_swa_rope_info_t, info,
+                                  [&](swa_rope_info_t* out) {
+                                    return swa_rope_table(&l, freq, 32, out);
+                                  });
+  EXPECT_EQ(freq[0], 1.0f);
+}
+
+TEST_F(StructVersions, RopeArgs) {
+  swa_layer_desc_t l;
+  swa_layer_desc_init(&l);
+  l.head_dim = 32, l.rope_style = SWA_ROPE_GPTJ, l.rope_dims = 32;
+  std::vector<float> x(2 * 32, 1.0f);
+  const int32_t pos[2] = {0, 5};
+  swa_rope_args_t a;
+  swa_rope_args_init(&a);
+  a.layer = &l, a.x = x.data(), a.tokens = 2, a.heads = 1, a.positions = pos;
+  CheckEverySize<swa_rope_args_t>("swa_rope_args_t", kSizes_swa_rope_args_t, a,
+                                  [&](swa_rope_args_t* args) { return swa_rope_apply(args); });
+  EXPECT_NE(x[32], 1.0f);
 }
 
 // A fresh memory-store table, at the caller's size, handed to the cache.

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/rope_cpu.h"
 #include "backend/cpu/thread_pool.h"
 #include "codec/codec.h"
-#include "common/rope.h"
 
 namespace swa::cpu {
 namespace {
@@ -83,7 +83,7 @@ class StepRunner {
         if (rope_.on()) {
           rotated.resize(token_floats_);
           ToF32(k.data, t_.kv_dtype, hkv_, rotated.data());
-          RotateHeads(rotated.data(), hkv_, prep_.positions[t], rope_.attention_factor, 1.0f);
+          RotateHeads(rotated.data(), hkv_, RopePosition(t), rope_.attention_factor, 1.0f);
           k = {rotated.data(), Dtype::kFp32, size_t(d_)};
         }
         bad += codec::EncodeRows(l_.format, l_.scale_mode, d_, hkv_, k,
@@ -109,17 +109,17 @@ class StepRunner {
                       {dst, Dtype::kFp32, size_t(d_)});
   }
 
+  // The RoPE position of step token t: the caller's (swa_step_args_t::
+  // positions) when given, else its cache position.
+  int32_t RopePosition(size_t t) const {
+    return t_.positions != nullptr ? t_.positions[t] : prep_.positions[t];
+  }
+
   // Rotates the rotary dims of `heads` consecutive head vectors by `pos`
-  // (sign -1: back), cos and sin scaled by `factor`.
+  // (sign -1: back), cos and sin scaled by `factor`: the one host rotation
+  // (rope_cpu.h), which swa_rope_apply shares.
   void RotateHeads(float* v, uint32_t heads, int32_t pos, float factor, float sign) const {
-    std::vector<float>& cs = tls_rope_angles;
-    const uint32_t half = rope_.dims / 2;
-    cs.resize(2 * size_t(half));
-    for (uint32_t i = 0; i < half; ++i)
-      RopeAngle(static_cast<float>(pos), rope_.inv_freq[i], factor, &cs[i], &cs[half + i]);
-    for (uint32_t h = 0; h < heads; ++h)
-      RotateHead(v + size_t(h) * d_, rope_.style, rope_.first_dim, rope_.dims, cs.data(),
-                 cs.data() + half, sign);
+    RotateHeadsAt(rope_, v, heads, uint32_t(d_), pos, factor, sign, tls_rope_angles);
   }
 
   void PrepareQueries() {
@@ -150,7 +150,7 @@ class StepRunner {
           ToF32(static_cast<const uint8_t*>(t_.q) + t * per_token * elem, t_.q_dtype,
                 l_.q_heads, q);
           if (rope_.on())
-            RotateHeads(q, l_.q_heads, prep_.positions[t], rope_.attention_factor, 1.0f);
+            RotateHeads(q, l_.q_heads, RopePosition(t), rope_.attention_factor, 1.0f);
         }
       });
       q32_ = s_.q32.data();
@@ -170,7 +170,7 @@ class StepRunner {
     if (!rope_.on() || !rope_.derotate_output) return;
     ParallelFor(size_t(p_.n_tokens), [&](size_t b, size_t e) {
       for (size_t t = b; t < e; ++t)
-        RotateHeads(out32_ + t * size_t(l_.q_heads) * d_, l_.q_heads, prep_.positions[t], 1.0f,
+        RotateHeads(out32_ + t * size_t(l_.q_heads) * d_, l_.q_heads, RopePosition(t), 1.0f,
                     -1.0f);
     });
   }

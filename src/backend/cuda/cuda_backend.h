@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
+#include "backend/rope_work.h"
 
 namespace swa::cuda {
 
@@ -19,5 +20,9 @@ bool DeviceAvailable();
 // swa_attention_merge without a cache: the merge kernel on work.stream, with
 // `device` (checked: it must exist) current for the launch.
 absl::Status MergeOnDevice(int device, const MergeWork& work);
+
+// swa_rope_apply on device memory of `device` (checked: it must exist), on
+// work.stream (cuda_rope.cc).
+absl::Status RopeApplyOnDevice(int device, const RopeWork& work);
 
 }  // namespace swa::cuda

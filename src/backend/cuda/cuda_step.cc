@@ -60,6 +60,10 @@ struct CudaPreparedPlan final : PreparedPlan {
   int group = -1;
   int tile_rows = -1;
   size_t n_tiles = 0;
+  // The caller's RoPE positions after the work list (swa_step_args_t::
+  // positions): at off_positions, n_positions of them; 0 = none.
+  size_t off_positions = 0;
+  size_t n_positions = 0;
   uint64_t key = 0;  // names the image's current content
 };
 
@@ -88,9 +92,31 @@ absl::Status CudaBackend::Prepare(const PlanView& plan, std::unique_ptr<Prepared
   cp->max_seqlen_q = plan.max_seqlen_q;
   cp->group = cp->tile_rows = -1;  // no work list yet
   cp->n_tiles = 0;
+  cp->off_positions = cp->n_positions = 0;
   cp->key = NextImageKey();
   cp->stamp = plan.stamp;
   return absl::OkStatus();
+}
+
+// Puts the caller's RoPE positions (nullptr: none) at the image's tail, after
+// the work list, unless it already ends with them: uploaded with the plan
+// from the pinned buffer, so the caller may reuse its array on return.
+static void EnsurePositions(const int32_t* positions, size_t n, CudaPreparedPlan* cp) {
+  std::vector<uint8_t>& img = cp->image;
+  const size_t bytes = n * sizeof(int32_t);
+  if (positions == nullptr) {
+    if (cp->n_positions == 0) return;
+    img.resize(cp->off_positions);
+    cp->off_positions = cp->n_positions = 0;
+  } else {
+    if (cp->n_positions == n && std::memcmp(img.data() + cp->off_positions, positions, bytes) == 0)
+      return;
+    if (cp->n_positions == 0) cp->off_positions = img.size();
+    img.resize(cp->off_positions + Align16(bytes));
+    std::memcpy(img.data() + cp->off_positions, positions, bytes);
+    cp->n_positions = n;
+  }
+  cp->key = NextImageKey();
 }
 
 // Appends the work list for a head shape unless the image already ends with it.
@@ -112,6 +138,7 @@ static absl::Status EnsureTiles(const PlanView& plan, int group, int tile_rows,
     }
   }
   img.resize(Align16(img.size()));
+  cp->off_positions = cp->n_positions = 0;  // dropped with the old work list
   cp->group = group;
   cp->tile_rows = tile_rows;
   cp->n_tiles = n_tiles;
@@ -141,6 +168,8 @@ absl::Status CudaBackend::RunStepLocked(const StepWork& w, CudaPreparedPlan& cp,
   SWA_RETURN_IF_ERROR(EnsureTiles(
       w.plan, w.layer.q_heads / w.layer.kv_heads,
       kernels::AttentionTileRows(use_mma, w.layer.head_dim, w.layer.shared_kv, variant), &cp));
+  EnsurePositions(w.layer.rope->on() ? w.tensors->positions : nullptr,
+                  static_cast<size_t>(w.plan.n_tokens), &cp);
   SWA_ASSIGN_OR_RETURN(const uint8_t* dev,
                        uploader_.Upload(cp.key, cp.image.data(), cp.image.size(), stream));
   // From here on kernels that read `dev` may be enqueued, so the upload's
@@ -242,6 +271,8 @@ absl::Status CudaBackend::LaunchStepKernels(const StepWork& w, const CudaPrepare
     rt.inv_freq = d_inv_freq;
     rt.pairs = static_cast<int32_t>(pairs);
     rt.table = d_cos_sin;
+    if (cp.n_positions > 0)
+      rt.positions = reinterpret_cast<const int32_t*>(dev + cp.off_positions);
     const absl::Status st = CudaStatus(kernels::LaunchRopeCosSin(rt, stream), "RoPE cos/sin table");
     if (!st.ok()) {
       FreeScratch(table, stream).IgnoreError();

@@ -2157,10 +2157,19 @@ pub struct swa_step_args {
     #[doc = "  the scaled (and capped) logits, sink included; -inf for a row with no key"]
     #[doc = "  and no sink (\\ref sem_attention). For swa_attention_merge(). Default NULL."]
     pub lse: *mut f32,
+    #[doc = " Optional [T] int32 RoPE positions, host memory on every backend (the"]
+    #[doc = "  CUDA backend copies them on `stream`; the array may be reused once the"]
+    #[doc = "  call returns): token t of the step is rotated (q and new key, and its"]
+    #[doc = "  output back where the layer de-rotates) by positions[t] instead of its"]
+    #[doc = "  cache position. Only RoPE reads them: the ring rows, the window and the"]
+    #[doc = "  causal mask still follow the cache positions (\\ref sem_rope_positions)."]
+    #[doc = "  Each value must be >= 0. Ignored by layers without in-step RoPE. NULL ="]
+    #[doc = "  the cache positions. Not accepted by the graph decode. Default NULL."]
+    pub positions: *const i32,
 }
 #[test]
 fn bindgen_test_layout_swa_step_args() {
-    assert_eq!(::core::mem::size_of::<swa_step_args>(), 104usize, concat!("Size of: ", stringify!(swa_step_args)));
+    assert_eq!(::core::mem::size_of::<swa_step_args>(), 112usize, concat!("Size of: ", stringify!(swa_step_args)));
     assert_eq!(::core::mem::align_of::<swa_step_args>(), 8usize, concat!("Alignment of ", stringify!(swa_step_args)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -2318,6 +2327,18 @@ fn bindgen_test_layout_swa_step_args() {
         );
     }
     test_field_lse();
+    fn test_field_positions() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_step_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).positions) as usize - ptr as usize
+            },
+            104usize,
+            concat!("Offset of field: ", stringify!(swa_step_args), "::", stringify!(positions))
+        );
+    }
+    test_field_positions();
 }
 #[doc = " \\brief Arguments of one layer of a planned step. Fill with swa_step_args_init()."]
 #[doc = ""]
@@ -2354,7 +2375,8 @@ extern "C" {
     #[doc = "  \\retval SWA_OK on success (NaN/Inf inputs are counted in swa_cache_stats())."]
     #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL tensors, a v_new that does not match the"]
     #[doc = "  layer's K/V sharing, unknown dtypes, missing or unexpected sinks, a negative or"]
-    #[doc = "  non-finite softmax_scale, a bad struct_size."]
+    #[doc = "  non-finite softmax_scale, a bad struct_size, a negative positions[t] (the"]
+    #[doc = "  message names t and the value)."]
     #[doc = "  \\retval SWA_OUT_OF_RANGE for a layer id past the last layer."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or"]
     #[doc = "  belongs to another cache; or when one of its slots was freed since the build"]
@@ -2751,6 +2773,310 @@ extern "C" {
     #[doc = "  \\note Thread-safe; on CUDA the work is enqueued on args->stream."]
     pub fn swa_attention_merge(cache: *mut swa_cache_t, args: *const swa_merge_args_t) -> swa_status_t;
 }
+#[doc = " \\brief A layer's RoPE as the step applies it (\\ref sem_rope), written by"]
+#[doc = "  swa_rope_table()."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_rope_info {
+    #[doc = "< Set by the caller to sizeof(swa_rope_info_t)."]
+    pub struct_size: usize,
+    #[doc = "< The layer's rope_style (SWA_ROPE_NONE: no table)."]
+    pub style: swa_rope_style_t,
+    #[doc = "< First rotary dim of each head."]
+    pub first_dim: u32,
+    #[doc = "< Rotary dims n; the table has n/2 frequencies."]
+    pub dims: u32,
+    #[doc = " What multiplies cos and sin of q and k (the resolved rope_attention_factor:"]
+    #[doc = "  YaRN's default where the layer gives 0)."]
+    pub attention_factor: f32,
+    #[doc = "< 1: the step rotates its output back."]
+    pub derotate_output: u32,
+}
+#[test]
+fn bindgen_test_layout_swa_rope_info() {
+    assert_eq!(::core::mem::size_of::<swa_rope_info>(), 32usize, concat!("Size of: ", stringify!(swa_rope_info)));
+    assert_eq!(::core::mem::align_of::<swa_rope_info>(), 8usize, concat!("Alignment of ", stringify!(swa_rope_info)));
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_rope_info), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_style() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).style) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_rope_info), "::", stringify!(style))
+        );
+    }
+    test_field_style();
+    fn test_field_first_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).first_dim) as usize - ptr as usize
+            },
+            12usize,
+            concat!("Offset of field: ", stringify!(swa_rope_info), "::", stringify!(first_dim))
+        );
+    }
+    test_field_first_dim();
+    fn test_field_dims() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).dims) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_rope_info), "::", stringify!(dims))
+        );
+    }
+    test_field_dims();
+    fn test_field_attention_factor() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).attention_factor) as usize - ptr as usize
+            },
+            20usize,
+            concat!("Offset of field: ", stringify!(swa_rope_info), "::", stringify!(attention_factor))
+        );
+    }
+    test_field_attention_factor();
+    fn test_field_derotate_output() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).derotate_output) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(swa_rope_info), "::", stringify!(derotate_output))
+        );
+    }
+    test_field_derotate_output();
+}
+#[doc = " \\brief A layer's RoPE as the step applies it (\\ref sem_rope), written by"]
+#[doc = "  swa_rope_table()."]
+pub type swa_rope_info_t = swa_rope_info;
+extern "C" {
+    #[doc = " \\brief Read a layer's RoPE frequencies, the FP32 values every step of a"]
+    #[doc = "  cache with this layer rotates with (plain RoPE or YaRN, \\ref sem_rope)."]
+    #[doc = "  \\param[in] layer The layer description (validated as swa_cache_create()"]
+    #[doc = "  validates it)."]
+    #[doc = "  \\param[out] inv_freq [capacity] floats: frequency i (angle = position *"]
+    #[doc = "  inv_freq[i], rounded to FP32) of rotary pair i. May be NULL when capacity"]
+    #[doc = "  is 0 (to read `info` only)."]
+    #[doc = "  \\param[in] capacity Floats inv_freq holds; at least dims/2 when not 0."]
+    #[doc = "  \\param[out] info The style, slice and attention factor; may be NULL."]
+    #[doc = "  \\retval SWA_OK on success (a layer without RoPE: info->style NONE, dims 0,"]
+    #[doc = "  attention_factor 1; nothing is written to inv_freq)."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for a NULL or invalid layer (the message names"]
+    #[doc = "  the field), a capacity below dims/2 (not 0), a NULL inv_freq with capacity"]
+    #[doc = "  > 0, a bad struct_size. Nothing is written then."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_rope_table(
+        layer: *const swa_layer_desc_t,
+        inv_freq: *mut f32,
+        capacity: u32,
+        info: *mut swa_rope_info_t,
+    ) -> swa_status_t;
+}
+#[doc = " \\brief Arguments of swa_rope_apply(). Fill with swa_rope_args_init()."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_rope_args {
+    #[doc = "< sizeof(swa_rope_args_t), set by init."]
+    pub struct_size: usize,
+    #[doc = " The layer whose rotation to apply (style, slice, theta, YaRN, factor);"]
+    #[doc = "  its head_dim is the tensor's D. Borrowed for the call."]
+    pub layer: *const swa_layer_desc_t,
+    #[doc = "< [tokens, heads, head_dim] in dtype, rotated in place."]
+    pub x: *mut core::ffi::c_void,
+    #[doc = "< SWA_DTYPE_FP32 or SWA_DTYPE_BF16. Default SWA_DTYPE_FP32."]
+    pub dtype: swa_dtype_t,
+    #[doc = "< Head vectors per token, >= 1. Default 1."]
+    pub heads: u32,
+    #[doc = "< Rows of x, >= 0; 0 is a no-op. Default 0."]
+    pub tokens: i64,
+    #[doc = " [tokens] int32 positions, each >= 0; host memory on every device (copied"]
+    #[doc = "  on `stream` for a CUDA device)."]
+    pub positions: *const i32,
+    #[doc = " 0: rotate forward by each position with cos and sin times the attention"]
+    #[doc = "  factor (what the step does to q and the new keys); 1: rotate back by minus"]
+    #[doc = "  the position without the factor (what the step does to a de-rotated"]
+    #[doc = "  output). Default 0."]
+    pub inverse: u32,
+    #[doc = " -1 = x is host memory (rotated on the calling thread); d >= 0 = device"]
+    #[doc = "  memory of CUDA device d, rotated on `stream`. Default -1."]
+    pub device: i32,
+    #[doc = "< cudaStream_t for device >= 0; ignored for -1."]
+    pub stream: *mut core::ffi::c_void,
+}
+#[test]
+fn bindgen_test_layout_swa_rope_args() {
+    assert_eq!(::core::mem::size_of::<swa_rope_args>(), 64usize, concat!("Size of: ", stringify!(swa_rope_args)));
+    assert_eq!(::core::mem::align_of::<swa_rope_args>(), 8usize, concat!("Alignment of ", stringify!(swa_rope_args)));
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_layer() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).layer) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(layer))
+        );
+    }
+    test_field_layer();
+    fn test_field_x() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).x) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(x))
+        );
+    }
+    test_field_x();
+    fn test_field_dtype() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).dtype) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(dtype))
+        );
+    }
+    test_field_dtype();
+    fn test_field_heads() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).heads) as usize - ptr as usize
+            },
+            28usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(heads))
+        );
+    }
+    test_field_heads();
+    fn test_field_tokens() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tokens) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(tokens))
+        );
+    }
+    test_field_tokens();
+    fn test_field_positions() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).positions) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(positions))
+        );
+    }
+    test_field_positions();
+    fn test_field_inverse() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).inverse) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(inverse))
+        );
+    }
+    test_field_inverse();
+    fn test_field_device() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).device) as usize - ptr as usize
+            },
+            52usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(device))
+        );
+    }
+    test_field_device();
+    fn test_field_stream() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_rope_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).stream) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(swa_rope_args), "::", stringify!(stream))
+        );
+    }
+    test_field_stream();
+}
+#[doc = " \\brief Arguments of swa_rope_apply(). Fill with swa_rope_args_init()."]
+pub type swa_rope_args_t = swa_rope_args;
+extern "C" {
+    #[doc = " \\brief Fill *args with the defaults listed on swa_rope_args_t (pointers NULL)."]
+    #[doc = "  \\param[out] args Written in full; NULL is ignored."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_rope_args_init(args: *mut swa_rope_args_t);
+}
+extern "C" {
+    #[doc = " \\brief Rotate a caller's tensor with a layer's RoPE, bit for bit as"]
+    #[doc = "  swa_step() rotates inside (\\ref sem_rope_service): the same"]
+    #[doc = "  table (swa_rope_table()), angle, cos/sin and rounding. In FP32; a BF16 x"]
+    #[doc = "  is widened, rotated and rounded back to nearest even. Host rotations equal"]
+    #[doc = "  the CPU step's, device rotations the CUDA step's."]
+    #[doc = "  \\param[in] args The layer, tensor, positions and where x lives."]
+    #[doc = "  \\retval SWA_OK on success (a layer without RoPE leaves x as it is)."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for a NULL args or layer, an invalid layer, a"]
+    #[doc = "  NULL x or positions with tokens > 0, a negative tokens, heads = 0, an"]
+    #[doc = "  unknown dtype, inverse not 0 or 1, a negative positions[t] (the message"]
+    #[doc = "  names t and the value), sizes that overflow, a device below -1 or that does"]
+    #[doc = "  not exist, a bad struct_size. Nothing is written then."]
+    #[doc = "  \\retval SWA_UNIMPLEMENTED for device >= 0 in a build without CUDA."]
+    #[doc = "  \\retval SWA_INTERNAL when a CUDA call fails (the message names it)."]
+    #[doc = "  \\note Thread-safe; on a device the work is enqueued on args->stream."]
+    pub fn swa_rope_apply(args: *const swa_rope_args_t) -> swa_status_t;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct swa_decode_graph {
@@ -3046,7 +3372,9 @@ extern "C" {
     #[doc = "  rows, backend memory), and the stream (ignored on the CPU)."]
     #[doc = "  \\retval SWA_OK when enqueued."]
     #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL tensors, v_new or sinks that do not"]
-    #[doc = "  match the layer, unknown dtypes, a bad softmax_scale or struct_size."]
+    #[doc = "  match the layer, unknown dtypes, a bad softmax_scale or struct_size, a"]
+    #[doc = "  non-NULL positions (the graph decode rotates by cache positions only: its"]
+    #[doc = "  captured work cannot read host positions; see \\ref sem_rope_positions)."]
     #[doc = "  \\retval SWA_OUT_OF_RANGE for a layer past the last."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION when no step has been planned."]
     #[doc = "  \\note Not thread-safe with other calls on the same graph."]
