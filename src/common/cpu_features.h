@@ -19,4 +19,15 @@ inline bool CpuHasF16c() {
 #endif
 }
 
+// The CPU's vendor string (CPUID leaf 0) is "GenuineIntel".
+inline bool CpuIsIntel() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return false;
+  return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;  // "Genu" "ineI" "ntel"
+#else
+  return false;
+#endif
+}
+
 }  // namespace swa

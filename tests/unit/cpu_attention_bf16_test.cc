@@ -20,6 +20,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "common/cpu_features.h"
 #include "gtest/gtest.h"
 
 namespace swa::cpu {
@@ -362,6 +363,21 @@ TEST_F(Bf16Attention, AmxRunsItsOwnTilesAndIsTheDefault) {
     EXPECT_TRUE(AmxAttentionSelected());
     EXPECT_STREQ(Bf16AttentionPathName(), "amx_bf16");
   }
+}
+
+// The default path of BF16 queries (SWACACHE_ATTENTION unset): AMX where it
+// runs, else the AVX512-BF16 kernels where vdpbf16ps keeps up with the FMA
+// ports (not on Intel cores: there the FP32 kernels on widened queries win).
+TEST(Bf16PathChoice, FollowsKnownThroughput) {
+  if (std::getenv("SWACACHE_ATTENTION") != nullptr) GTEST_SKIP() << "SWACACHE_ATTENTION is set";
+  const char* want = AmxKernelsAvailable()                           ? "amx_bf16"
+                     : Bf16KernelsAvailable() && !swa::CpuIsIntel() ? "avx512_bf16"
+                                                                     : AttentionKernelName();
+  EXPECT_STREQ(Bf16AttentionPathName(), want);
+  EXPECT_EQ(Bf16AttentionSelected(), AmxKernelsAvailable() ||
+                                         (Bf16KernelsAvailable() && !swa::CpuIsIntel()));
+  std::printf("BF16 queries take: %s (FP32 queries: %s)\n", Bf16AttentionPathName(),
+              AttentionKernelName());
 }
 
 // The rounding of P that the bound rests on: to_bf16 is round to nearest

@@ -17,6 +17,7 @@
 #include "backend/cpu/attention_block.h"
 #include "backend/cpu/attention_kernels.h"
 #include "codec/codec.h"
+#include "common/cpu_features.h"
 
 namespace swa::cpu {
 namespace {
@@ -249,11 +250,21 @@ Blocking ChooseBlocking(const AttentionShape& shape, const SeqProblem* problems,
   return {rows, chunk};
 }
 
+// Whether the AVX512-BF16 kernels beat widening BF16 queries to FP32 for the
+// AVX-512 F ones, from what is known of the cores: on Intel's (Cooper Lake,
+// Sapphire / Emerald / Granite Rapids) vdpbf16ps retires half the FLOP of
+// the full-width FMA ports (the benches' own probes: 65-116 vs 133-232
+// GFLOP/s) and the BF16 step ran slower than the FP32 one (issue 34); on
+// AMD Zen 4 / 5 it runs at the FMA rate and the BF16 step is 1.8x faster
+// (docs/perf/cpu-attention-2026-12-02.md). Unknown vendors keep BF16.
+bool VdpBf16OutrunsFma() { return !CpuIsIntel(); }
+
 AttentionIsa Resolve(AttentionIsa isa) {
   if (isa != AttentionIsa::kAuto) return isa;
   isa = ForcedAttentionIsa();
   if (isa != AttentionIsa::kAuto) return isa;
-  return AmxKernelsAvailable() ? AttentionIsa::kAmx : AttentionIsa::kBf16;
+  if (AmxKernelsAvailable()) return AttentionIsa::kAmx;
+  return VdpBf16OutrunsFma() ? AttentionIsa::kBf16 : AttentionIsa::kAvx512;
 }
 
 bool IsBf16Isa(AttentionIsa isa) { return isa == AttentionIsa::kBf16 || isa == AttentionIsa::kAmx; }
