@@ -1,6 +1,7 @@
 //! External KV stores: the [`KvStore`] trait for stores written in Rust, and the
 //! library's built-in memory, directory and Redis stores (the tiered and Redis
 //! Cluster stores are in `store_tiered.rs`).
+use std::any::Any;
 use std::ffi::{c_char, c_void, CString};
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -361,11 +362,21 @@ fn guard(what: &str, message: *mut c_char, message_cap: usize, f: impl FnOnce() 
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a non-string panic payload".to_string());
+            drop_payload(payload);
             Error::new(Code::Internal, format!("panic in KvStore::{what}: {text}"))
         }
     };
     write_message(&err.message, message, message_cap);
     err.code.raw()
+}
+
+/// Drops a caught panic payload without letting its `Drop` unwind into C: a
+/// payload whose `Drop` panics would otherwise abort the process ("panic in a
+/// function that cannot unwind"). That second panic's payload is leaked.
+fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(second);
+    }
 }
 
 fn write_message(text: &str, message: *mut c_char, cap: usize) {
@@ -468,8 +479,10 @@ unsafe extern "C" fn tramp_remove(
 
 unsafe extern "C" fn tramp_release(user_data: *mut c_void) {
     // A panicking Drop must not unwind into C; it is swallowed (and reported by
-    // the panic hook).
-    let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(user_data as *mut Boxed))));
+    // the panic hook), and so is a panic in dropping its payload.
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(user_data as *mut Boxed)))) {
+        drop_payload(payload);
+    }
 }
 
 const _: () = assert!(size_of::<*mut Boxed>() == size_of::<*mut c_void>());
