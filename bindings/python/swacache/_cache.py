@@ -25,6 +25,7 @@ from ._enums import Backend, DType, Format, IndexPad, LayerRole, WeightLayout
 from ._util import _check, _i32, _key, _lib, _struct_dict, _u32
 from ._config import CacheStats, Config, Layer, LayerLayout, Layout, _layout, SlotInfo, TensorView
 from ._plan import Plan
+from ._rope import merge_args
 from ._life import _Life
 from ._stores import _REGISTRY, BuiltinStore, Store, _register
 
@@ -277,47 +278,12 @@ class Cache:
         sets. ``out_a``/``out_b`` are ``[rows, head_dim]`` (any leading shape whose
         last dim is head_dim), ``lse_a``/``lse_b`` float32 ``[rows]`` (any shape
         with ``rows`` elements). ``out`` (allocated when None) may be ``out_a``;
-        ``lse`` receives the merged LSE when given. Returns ``out``."""
-        ta = as_tensor("out_a", out_a)
-        tb = as_tensor("out_b", out_b)
-        dt = check_dtype(ta, (DTYPE_FP32, DTYPE_BF16))
-        if check_dtype(tb, (dt,)) != dt:
-            raise InvalidArgumentError("out_b: dtype differs from out_a")
-        if ta.shape != tb.shape:
-            raise InvalidArgumentError(f"out_b: shape {tb.shape} differs from out_a's {ta.shape}")
-        if len(ta.shape) < 1 or ta.shape[-1] < 1:
-            raise InvalidArgumentError(f"out_a: needs a last dim (head_dim), got {ta.shape}")
-        head_dim = ta.shape[-1]
-        rows = ta.numel // head_dim
-        tla, tlb = as_tensor("lse_a", lse_a), as_tensor("lse_b", lse_b)
-        for t in (tla, tlb):
-            check_dtype(t, (DTYPE_FP32,))
-            if t.numel != rows:
-                raise InvalidArgumentError(f"{t.name}: expected {rows} elements (rows), got "
-                                           f"{t.numel} (shape {t.shape})")
-        if out is None:
-            out = empty_like_kind(ta, ta.shape, dt)
-        to = as_tensor("out", out, writable=True)
-        check_dtype(to, (dt,))
-        if to.numel != ta.numel:
-            raise InvalidArgumentError(f"out: expected {ta.numel} elements, got {to.numel}")
-        tensors = [ta, tb, tla, tlb, to]
-        tl = None
-        if lse is not None:
-            tl = as_tensor("lse", lse, writable=True)
-            check_dtype(tl, (DTYPE_FP32,))
-            if tl.numel != rows:
-                raise InvalidArgumentError(f"lse: expected {rows} elements, got {tl.numel}")
-            tensors.append(tl)
+        ``lse`` receives the merged LSE when given. Returns ``out``. Without a
+        cache: :func:`swacache.attention_merge`."""
+        args, out, tensors = merge_args(out_a, lse_a, out_b, lse_b, out, lse)
         cuda = self.backend == Backend.CUDA
         for t in tensors:
             check_device(t, cuda)
-        args = L.MergeArgs()
-        _lib.swa_merge_args_init(byref(args))
-        args.rows, args.head_dim, args.dtype = rows, head_dim, dt
-        args.out_a, args.lse_a, args.out_b, args.lse_b = ta.ptr, tla.ptr, tb.ptr, tlb.ptr
-        args.out = to.ptr
-        args.lse = tl.ptr if tl is not None else None
         args.stream = stream if stream is not None else torch_stream(tensors)
         _check(self._call(_lib.swa_attention_merge, byref(args)))
         return out

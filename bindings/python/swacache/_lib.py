@@ -205,6 +205,7 @@ class StepArgs(Structure):
         ("softmax_scale", c_float),
         ("stream", c_void_p),
         ("lse", c_void_p),
+        ("positions", c_void_p),
     ]
 
 
@@ -234,6 +235,32 @@ class MergeArgs(Structure):
         ("lse", c_void_p),
         ("stream", c_void_p),
         ("device", c_int32),
+    ]
+
+
+class RopeInfo(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("style", c_enum),
+        ("first_dim", c_uint32),
+        ("dims", c_uint32),
+        ("attention_factor", c_float),
+        ("derotate_output", c_uint32),
+    ]
+
+
+class RopeArgs(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("layer", c_void_p),
+        ("x", c_void_p),
+        ("dtype", c_enum),
+        ("heads", c_uint32),
+        ("tokens", c_int64),
+        ("positions", c_void_p),
+        ("inverse", c_uint32),
+        ("device", c_int32),
+        ("stream", c_void_p),
     ]
 
 
@@ -382,6 +409,9 @@ _PROTOTYPES = {
     "swa_cache_stats": (c_status, [_vp, P(CacheStats)]),
     "swa_merge_args_init": (None, [P(MergeArgs)]),
     "swa_attention_merge": (c_status, [_vp, P(MergeArgs)]),
+    "swa_rope_table": (c_status, [P(LayerDesc), _vp, c_uint32, P(RopeInfo)]),
+    "swa_rope_args_init": (None, [P(RopeArgs)]),
+    "swa_rope_apply": (c_status, [P(RopeArgs)]),
     "swa_format_vector_bytes": (c_status, [c_enum, c_uint32, P(c_uint32)]),
     "swa_codec_encode": (c_status, [c_enum, c_enum, _vp, c_enum, c_size_t, c_uint32, _vp,
                                     P(c_uint64)]),

@@ -23,7 +23,7 @@ from ._tensor import (
 )
 from .errors import ClosedError, InvalidArgumentError
 from ._enums import Backend, DType, IndexPad, PlanPath
-from ._util import _check, _i32, _lib, _struct_dict, _u32
+from ._util import _check, _i32, _lib, _struct_dict, _u32, host_positions
 from ._config import PlanInfo, Seq
 
 
@@ -213,7 +213,8 @@ class Plan:
     @_locked
     def step(self, layer: int, q: Any, k: Any, v: Any = None, *, out: Any = None,
              sinks: Any = None, softmax_scale: float = 0.0, lse: Any = None,
-             out_dtype: Optional[DType] = None, stream: Optional[int] = None) -> Any:
+             out_dtype: Optional[DType] = None, stream: Optional[int] = None,
+             positions: Any = None) -> Any:
         """Run one layer of this plan (``swa_step``).
 
         Args:
@@ -228,6 +229,9 @@ class Plan:
                 allocate it; then ``(out, lse)`` is returned.
             out_dtype: dtype of an allocated ``out`` (default float32).
             stream: CUDA stream address; default: PyTorch's current stream.
+            positions: optional RoPE positions ``[T]`` (integers >= 0; copied to
+                host int32 on both backends): RoPE rotates by them instead of the
+                cache positions; the ring, window and mask keep cache positions.
         Returns:
             ``out``, or ``(out, lse)`` when ``lse`` was given.
         """
@@ -304,5 +308,7 @@ class Plan:
         a.softmax_scale = float(softmax_scale)
         a.lse = tl.ptr if tl is not None else None
         a.stream = stream if stream is not None else (torch_stream(tensors) if cuda else None)
+        pos = host_positions("positions", positions, T) if positions is not None else None
+        a.positions = pos.ctypes.data if pos is not None else None
         _check(self._step_call(byref(a)))
         return (out, lse) if want_lse else out

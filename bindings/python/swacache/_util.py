@@ -6,6 +6,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Dict, Union
 
+import numpy as np
+
 from . import _lib as L
 from .errors import Error, error_for, InvalidArgumentError
 
@@ -70,3 +72,20 @@ def status_string(status: int) -> str:
 def last_error() -> str:
     """The calling thread's last library error message ("" if none)."""
     return (_lib.swa_last_error() or b"").decode("utf-8", "replace")
+
+
+def host_positions(name: str, positions: Any, n: int) -> np.ndarray:
+    """``positions`` (a sequence, NumPy array or PyTorch tensor on any device) as
+    a contiguous host int32 array of ``n`` values; InvalidArgumentError naming
+    ``name`` for another length, a non-integer type or a value outside int32
+    (negative values are left to the library, which names them)."""
+    if type(positions).__module__.split(".")[0] == "torch":
+        positions = positions.detach().cpu().numpy()
+    a = np.asarray(positions)
+    if a.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"{name}: expected integers, got dtype {a.dtype}")
+    if a.ndim != 1 or a.shape[0] != n:
+        raise InvalidArgumentError(f"{name}: expected shape ({n},), got {a.shape}")
+    if a.size and (int(a.max()) > 2**31 - 1 or int(a.min()) < -2**31):
+        raise InvalidArgumentError(f"{name}: values must fit int32")
+    return np.ascontiguousarray(a, dtype=np.int32)

@@ -141,7 +141,7 @@ def test_version_check():
     (L.RedisConfig, "swa_store_redis_config_init"),
     (L.RedisClusterConfig, "swa_store_redis_cluster_config_init"),
     (L.TieredConfig, "swa_store_tiered_config_init"),
-    (L.ProjectArgs, "swa_project_args_init"),
+    (L.ProjectArgs, "swa_project_args_init"), (L.RopeArgs, "swa_rope_args_init"),
 ])
 def test_struct_sizes_match_the_library(struct, init):
     s = struct()
