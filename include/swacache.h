@@ -476,6 +476,37 @@ SWA_API swa_status_t swa_slot_set_valid_start(swa_cache_t* cache, uint32_t slot,
 SWA_API swa_status_t swa_slot_begin_replay(swa_cache_t* cache, uint32_t slot, int32_t hit_len,
                                            int32_t* replay_start, int32_t* replay_len);
 
+/** \brief Prepare a slot for *exact* replay (\ref sem_replay_exact): like
+ *  swa_slot_begin_replay(), but the span re-run is long enough that every
+ *  sliding layer's keys and values at the last W - 1 prefix positions come
+ *  out exactly as a full prefill would have left them, provided the engine's
+ *  full-attention layers attend over their *cached* KV of the whole prefix
+ *  during the replay (and the engine does not overwrite that cache with KV
+ *  recomputed by the replay).
+ *  The span is S = L * (W - 1), plus 1 when `need_last_output` is non-zero
+ *  (the caller also needs the output at position hit_len - 1, e.g. the prompt
+ *  is exactly the cached prefix); the slot gets
+ *  valid_start = written_end = max(0, hit_len - S).
+ *  swa_slot_begin_replay() stays the *approximate* mode (S = W).
+ *  \param[in] cache The cache.
+ *  \param[in] slot An allocated slot holding no valid position (as at
+ *  swa_slot_begin_replay()).
+ *  \param[in] hit_len H, the prefix length, >= 0.
+ *  \param[in] sliding_layers L, the model's count of sliding-window layers
+ *  below and including the last one whose KV the engine needs exact; 0 takes
+ *  the cache's own count of layers (stored and dropped). Give the model's
+ *  count when the cache holds only some of its sliding layers.
+ *  \param[in] need_last_output Non-zero: one position more (S + 1).
+ *  \param[out] replay_start Receives max(0, H - S); may be NULL.
+ *  \param[out] replay_len Receives H - replay_start; may be NULL.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a negative hit_len; the codes of
+ *  swa_slot_begin_replay() for the slot. Nothing changes on failure.
+ *  \note Thread-safe (internally locked). */
+SWA_API swa_status_t swa_slot_begin_replay_exact(swa_cache_t* cache, uint32_t slot,
+                                                 int32_t hit_len, uint32_t sliding_layers,
+                                                 int32_t need_last_output, int32_t* replay_start,
+                                                 int32_t* replay_len);
+
 /* ---- Plan --------------------------------------------------------------- */
 
 /** \brief One sequence of a step (\ref sem_plans). A plain array element
@@ -1432,6 +1463,49 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
 SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint8_t* key,
                                    size_t key_len);
 
+/** \brief The checkpoint positions a slot can be saved at now
+ *  (\ref sem_checkpoint): every `c` with `lo <= c <= hi` is accepted by
+ *  swa_slot_save_at(). `hi` is the slot's written_end; `lo` is the smallest
+ *  `c >= valid_start` whose window history `c - W + 1 ... c - 1` the ring still
+ *  holds. With `high` = one past the highest position the rings hold (at
+ *  least written_end): `lo = max(0, valid_start)` while `high - R` is not above
+ *  that, else `high - (R - W + 1)`. A slot with nothing saveable (valid_start >
+ *  written_end, a slot prepared for replay) gives lo > hi.
+ *  \param[in] cache The cache.
+ *  \param[in] slot An allocated slot.
+ *  \param[out] lo Receives the lowest checkpoint position; may be NULL.
+ *  \param[out] hi Receives the highest (written_end); may be NULL.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for a NULL cache; SWA_OUT_OF_RANGE
+ *  for a bad slot id; SWA_FAILED_PRECONDITION for a slot that is not allocated
+ *  or device-advanced.
+ *  \note Thread-safe (internally locked). */
+SWA_API swa_status_t swa_slot_checkpoint_range(const swa_cache_t* cache, uint32_t slot,
+                                               int32_t* lo, int32_t* hi);
+
+/** \brief Save a checkpoint: the slot's state as it stood at an earlier
+ *  position `position` (\ref sem_checkpoint), under `key`. The blob is the one
+ *  swa_slot_save() writes except that it records written_end = `position`
+ *  (ring_high keeps the highest position the rings hold), so a restore of it
+ *  gives a slot whose written_end is `position`, and steps continuing from
+ *  there compute exactly what the sequence computed the first time. It lets an
+ *  engine checkpoint at fixed multiples of an interval while prefilling in
+ *  chunks that do not end on them. `position` = written_end is swa_slot_save().
+ *  \param[in] cache The cache.
+ *  \param[in] slot An allocated slot.
+ *  \param[in] position c, within swa_slot_checkpoint_range(): the ring still
+ *  holds positions c - W + 1 ... c - 1, and valid_start <= c <= written_end.
+ *  \param[in] key Engine key bytes, borrowed for the call.
+ *  \param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_OUT_OF_RANGE for a position outside the reachable range (the
+ *  message names the range `lo ... hi`), or a bad slot id.
+ *  \retval other The codes of swa_slot_save().
+ *  On failure neither the slot nor the store changed (a store's failed put is
+ *  never visible, docs/store.md).
+ *  \note Thread-safe, as swa_slot_save(). */
+SWA_API swa_status_t swa_slot_save_at(swa_cache_t* cache, uint32_t slot, int32_t position,
+                                      const uint8_t* key, size_t key_len);
+
 /** \brief Restore a slot from the blob saved under `key`. The blob is read into
  *  a staging buffer and verified in full (magic, version, fingerprint, key,
  *  sizes, checksum) before the slot's stored region, written_end and valid_start
@@ -1486,6 +1560,30 @@ SWA_API swa_status_t swa_cache_store_exists(swa_cache_t* cache, const uint8_t* k
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_cache_store_remove(swa_cache_t* cache, const uint8_t* key,
                                             size_t key_len);
+
+/** \brief Longest-prefix probe: of `n_keys` candidate keys of one request,
+ *  ordered longest prefix first (one per checkpoint interval), find the first
+ *  one the attached store holds. A store that can answer many keys in one
+ *  round trip does (the Redis store: one pipeline of EXISTS commands); the
+ *  others are asked key by key, stopping at the first hit (docs/store.md,
+ *  "Longest-prefix probe").
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in] cache The cache.
+ *  \param[in] keys `n_keys` engine keys (prefixed like swa_slot_save() does),
+ *  borrowed for the call.
+ *  \param[in] key_lens Their lengths, each 1 ... SWA_STORE_MAX_KEY_BYTES.
+ *  \param[in] n_keys 0 ... 4096.
+ *  \param[out] found Receives the index of the first key present, or -1 when
+ *  none is; unchanged on failure.
+ *  \retval SWA_OK; SWA_FAILED_PRECONDITION without a store; SWA_UNIMPLEMENTED
+ *  when the store has no exists; SWA_INVALID_ARGUMENT for a NULL argument, a
+ *  bad length (naming the key's index) or too many keys; else the error of the
+ *  store for a key before the first one present (named by index): a failing
+ *  store gives a status, never a shorter hit.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_cache_store_probe(swa_cache_t* cache, const uint8_t* const* keys,
+                                           const size_t* key_lens, uint32_t n_keys,
+                                           int32_t* found);
 
 /** \brief Configuration of the built-in in-process memory store. */
 typedef struct swa_store_memory_config {

@@ -1,15 +1,23 @@
 #include "cache/slot_io.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_format.h"
+#include "common/rewind_rule.h"
 #include "common/status_macros.h"
 #include "store/blob.h"
 #include "store/stream_copy.h"
 
 namespace swa {
 
-absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key) {
+namespace {
+
+// nullopt: save the slot as it is; a value: a checkpoint at that position.
+absl::Status SaveSlotImpl(const SlotIo& io, BlobStore& store, uint32_t slot,
+                          std::optional<int32_t> position, std::string_view key) {
   SWA_RETURN_IF_ERROR(BlobStore::CheckKey(key));
   BlobHeader header;
   header.fingerprint = io.layout->fingerprint();
@@ -21,6 +29,27 @@ absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::st
   header.written_end = state.written_end;
   header.valid_start = state.valid_start;
   header.ring_high = state.ring_high;
+  if (position.has_value()) {
+    const CheckpointRange range =
+        CheckpointRangeOf(state, io.layout->window(), io.layout->ring_len());
+    if (*position < range.lo || *position > range.hi) {
+      if (range.lo > range.hi)
+        return absl::OutOfRangeError(absl::StrFormat(
+            "checkpoint position %d of slot %u: the slot has no checkpoint position now "
+            "(written_end = %d, valid_start = %d)",
+            *position, slot, state.written_end, state.valid_start));
+      return absl::OutOfRangeError(absl::StrFormat(
+          "checkpoint position %d of slot %u is outside the reachable range %d ... %d "
+          "(written_end = %d, valid_start = %d, ring_high = %d, W = %u, R = %u: the ring must "
+          "still hold positions c - W + 1 ... c - 1)",
+          *position, slot, range.lo, range.hi, state.written_end, state.valid_start,
+          state.ring_high, io.layout->window(), io.layout->ring_len()));
+    }
+    // Positions position ... written_end - 1 stay in the rings like rejected
+    // drafts: ring_high keeps them from being counted on after a restore.
+    header.ring_high = std::max(state.written_end, state.ring_high);
+    header.written_end = *position;
+  }
   // The stored region is bytes [0, stored_bytes) of the slot.
   if (io.backend->HostAddressable()) return store.WriteBlob(key, header, io.slot_base(slot));
   StagingPool::Lease staging = io.staging->Acquire(header.payload_bytes);
@@ -28,6 +57,32 @@ absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::st
       io.backend->CopyToHost(staging.data(), io.slot_base(slot), header.payload_bytes));
   std::move(end_read).Invoke();  // the put reads the staging copy, not the slot
   return store.WriteBlob(key, header, staging.data());
+}
+
+}  // namespace
+
+CheckpointRange CheckpointRangeOf(const SlotState& state, uint32_t window, uint32_t ring_len) {
+  // The rewind rule (common/rewind_rule.h) for a step at q_start = c:
+  // max(0, v, c - W + 1) >= high - R. While the ring still holds position
+  // max(0, v), every c >= v passes; otherwise c - W + 1 >= high - R decides.
+  const int64_t high = plan::RingContentEnd(state.written_end, state.ring_high);
+  const int64_t floor = std::max<int64_t>(0, state.valid_start);
+  const int64_t lo = high - int64_t{ring_len} <= floor
+                         ? floor
+                         : high - int64_t{ring_len} + int64_t{window} - 1;
+  CheckpointRange r;
+  r.lo = static_cast<int32_t>(lo);  // <= max(valid_start, high): fits
+  r.hi = state.written_end;
+  return r;
+}
+
+absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key) {
+  return SaveSlotImpl(io, store, slot, std::nullopt, key);
+}
+
+absl::Status SaveSlotAt(const SlotIo& io, BlobStore& store, uint32_t slot, int32_t position,
+                        std::string_view key) {
+  return SaveSlotImpl(io, store, slot, position, key);
 }
 
 absl::Status RestoreSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key) {

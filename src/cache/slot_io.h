@@ -31,6 +31,24 @@ struct SlotIo {
 // store in place; a device pool goes through a staging copy.
 absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key);
 
+// The checkpoint positions of a slot in `state` (docs/semantics.md,
+// "Checkpoints"): with high = max(written_end, ring_high), lo = max(0,
+// valid_start) while high - R <= that, else high - (R - W + 1); hi =
+// written_end; lo > hi when nothing can be saved. Exactly the c for which a
+// step at q_start = c passes the rewind rule.
+struct CheckpointRange {
+  int32_t lo = 0;
+  int32_t hi = 0;
+};
+CheckpointRange CheckpointRangeOf(const SlotState& state, uint32_t window, uint32_t ring_len);
+
+// SaveSlot of the slot as it stood at `position` (a checkpoint): the blob
+// records written_end = position and ring_high = max(written_end, ring_high).
+// OUT_OF_RANGE naming the reachable range when `position` is outside it;
+// nothing is written then.
+absl::Status SaveSlotAt(const SlotIo& io, BlobStore& store, uint32_t slot, int32_t position,
+                        std::string_view key);
+
 // Reads and verifies the blob (also that it was saved under `key`: BlobStore
 // binds blobs to their keys), then overwrites the stored region and
 // written_end / valid_start / ring_high. Any failure — also a slot freed (and

@@ -1522,6 +1522,43 @@ extern "C" {
         replay_len: *mut i32,
     ) -> swa_status_t;
 }
+extern "C" {
+    #[doc = " \\brief Prepare a slot for *exact* replay (\\ref sem_replay_exact): like"]
+    #[doc = "  swa_slot_begin_replay(), but the span re-run is long enough that every"]
+    #[doc = "  sliding layer's keys and values at the last W - 1 prefix positions come"]
+    #[doc = "  out exactly as a full prefill would have left them, provided the engine's"]
+    #[doc = "  full-attention layers attend over their *cached* KV of the whole prefix"]
+    #[doc = "  during the replay (and the engine does not overwrite that cache with KV"]
+    #[doc = "  recomputed by the replay)."]
+    #[doc = "  The span is S = L * (W - 1), plus 1 when `need_last_output` is non-zero"]
+    #[doc = "  (the caller also needs the output at position hit_len - 1, e.g. the prompt"]
+    #[doc = "  is exactly the cached prefix); the slot gets"]
+    #[doc = "  valid_start = written_end = max(0, hit_len - S)."]
+    #[doc = "  swa_slot_begin_replay() stays the *approximate* mode (S = W)."]
+    #[doc = "  \\param[in] cache The cache."]
+    #[doc = "  \\param[in] slot An allocated slot holding no valid position (as at"]
+    #[doc = "  swa_slot_begin_replay())."]
+    #[doc = "  \\param[in] hit_len H, the prefix length, >= 0."]
+    #[doc = "  \\param[in] sliding_layers L, the model's count of sliding-window layers"]
+    #[doc = "  below and including the last one whose KV the engine needs exact; 0 takes"]
+    #[doc = "  the cache's own count of layers (stored and dropped). Give the model's"]
+    #[doc = "  count when the cache holds only some of its sliding layers."]
+    #[doc = "  \\param[in] need_last_output Non-zero: one position more (S + 1)."]
+    #[doc = "  \\param[out] replay_start Receives max(0, H - S); may be NULL."]
+    #[doc = "  \\param[out] replay_len Receives H - replay_start; may be NULL."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for a negative hit_len; the codes of"]
+    #[doc = "  swa_slot_begin_replay() for the slot. Nothing changes on failure."]
+    #[doc = "  \\note Thread-safe (internally locked)."]
+    pub fn swa_slot_begin_replay_exact(
+        cache: *mut swa_cache_t,
+        slot: u32,
+        hit_len: i32,
+        sliding_layers: u32,
+        need_last_output: i32,
+        replay_start: *mut i32,
+        replay_len: *mut i32,
+    ) -> swa_status_t;
+}
 #[doc = " \\brief One sequence of a step (\\ref sem_plans). A plain array element"]
 #[doc = "  without struct_size: its 16-byte layout is fixed and matches device arrays."]
 #[doc = "  `seqlen_k` tokens exist after the step, `seqlen_q` of them are new, so"]
@@ -3522,6 +3559,55 @@ extern "C" {
     pub fn swa_slot_save(cache: *mut swa_cache_t, slot: u32, key: *const u8, key_len: usize) -> swa_status_t;
 }
 extern "C" {
+    #[doc = " \\brief The checkpoint positions a slot can be saved at now"]
+    #[doc = "  (\\ref sem_checkpoint): every `c` with `lo <= c <= hi` is accepted by"]
+    #[doc = "  swa_slot_save_at(). `hi` is the slot's written_end; `lo` is the smallest"]
+    #[doc = "  `c >= valid_start` whose window history `c - W + 1 ... c - 1` the ring still"]
+    #[doc = "  holds. With `high` = one past the highest position the rings hold (at"]
+    #[doc = "  least written_end): `lo = max(0, valid_start)` while `high - R` is not above"]
+    #[doc = "  that, else `high - (R - W + 1)`. A slot with nothing saveable (valid_start >"]
+    #[doc = "  written_end, a slot prepared for replay) gives lo > hi."]
+    #[doc = "  \\param[in] cache The cache."]
+    #[doc = "  \\param[in] slot An allocated slot."]
+    #[doc = "  \\param[out] lo Receives the lowest checkpoint position; may be NULL."]
+    #[doc = "  \\param[out] hi Receives the highest (written_end); may be NULL."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for a NULL cache; SWA_OUT_OF_RANGE"]
+    #[doc = "  for a bad slot id; SWA_FAILED_PRECONDITION for a slot that is not allocated"]
+    #[doc = "  or device-advanced."]
+    #[doc = "  \\note Thread-safe (internally locked)."]
+    pub fn swa_slot_checkpoint_range(cache: *const swa_cache_t, slot: u32, lo: *mut i32, hi: *mut i32) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Save a checkpoint: the slot's state as it stood at an earlier"]
+    #[doc = "  position `position` (\\ref sem_checkpoint), under `key`. The blob is the one"]
+    #[doc = "  swa_slot_save() writes except that it records written_end = `position`"]
+    #[doc = "  (ring_high keeps the highest position the rings hold), so a restore of it"]
+    #[doc = "  gives a slot whose written_end is `position`, and steps continuing from"]
+    #[doc = "  there compute exactly what the sequence computed the first time. It lets an"]
+    #[doc = "  engine checkpoint at fixed multiples of an interval while prefilling in"]
+    #[doc = "  chunks that do not end on them. `position` = written_end is swa_slot_save()."]
+    #[doc = "  \\param[in] cache The cache."]
+    #[doc = "  \\param[in] slot An allocated slot."]
+    #[doc = "  \\param[in] position c, within swa_slot_checkpoint_range(): the ring still"]
+    #[doc = "  holds positions c - W + 1 ... c - 1, and valid_start <= c <= written_end."]
+    #[doc = "  \\param[in] key Engine key bytes, borrowed for the call."]
+    #[doc = "  \\param[in] key_len 1 ... SWA_STORE_MAX_KEY_BYTES."]
+    #[doc = "  \\retval SWA_OK on success."]
+    #[doc = "  \\retval SWA_OUT_OF_RANGE for a position outside the reachable range (the"]
+    #[doc = "  message names the range `lo ... hi`), or a bad slot id."]
+    #[doc = "  \\retval other The codes of swa_slot_save()."]
+    #[doc = "  On failure neither the slot nor the store changed (a store's failed put is"]
+    #[doc = "  never visible, docs/store.md)."]
+    #[doc = "  \\note Thread-safe, as swa_slot_save()."]
+    pub fn swa_slot_save_at(
+        cache: *mut swa_cache_t,
+        slot: u32,
+        position: i32,
+        key: *const u8,
+        key_len: usize,
+    ) -> swa_status_t;
+}
+extern "C" {
     #[doc = " \\brief Restore a slot from the blob saved under `key`. The blob is read into"]
     #[doc = "  a staging buffer and verified in full (magic, version, fingerprint, key,"]
     #[doc = "  sizes, checksum) before the slot's stored region, written_end and valid_start"]
@@ -3580,6 +3666,35 @@ extern "C" {
     #[doc = "  SWA_UNIMPLEMENTED when the store has no remove; SWA_INVALID_ARGUMENT."]
     #[doc = "  \\note Thread-safe."]
     pub fn swa_cache_store_remove(cache: *mut swa_cache_t, key: *const u8, key_len: usize) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Longest-prefix probe: of `n_keys` candidate keys of one request,"]
+    #[doc = "  ordered longest prefix first (one per checkpoint interval), find the first"]
+    #[doc = "  one the attached store holds. A store that can answer many keys in one"]
+    #[doc = "  round trip does (the Redis store: one pipeline of EXISTS commands); the"]
+    #[doc = "  others are asked key by key, stopping at the first hit (docs/store.md,"]
+    #[doc = "  \"Longest-prefix probe\")."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in] cache The cache."]
+    #[doc = "  \\param[in] keys `n_keys` engine keys (prefixed like swa_slot_save() does),"]
+    #[doc = "  borrowed for the call."]
+    #[doc = "  \\param[in] key_lens Their lengths, each 1 ... SWA_STORE_MAX_KEY_BYTES."]
+    #[doc = "  \\param[in] n_keys 0 ... 4096."]
+    #[doc = "  \\param[out] found Receives the index of the first key present, or -1 when"]
+    #[doc = "  none is; unchanged on failure."]
+    #[doc = "  \\retval SWA_OK; SWA_FAILED_PRECONDITION without a store; SWA_UNIMPLEMENTED"]
+    #[doc = "  when the store has no exists; SWA_INVALID_ARGUMENT for a NULL argument, a"]
+    #[doc = "  bad length (naming the key's index) or too many keys; else the error of the"]
+    #[doc = "  store for a key before the first one present (named by index): a failing"]
+    #[doc = "  store gives a status, never a shorter hit."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_cache_store_probe(
+        cache: *mut swa_cache_t,
+        keys: *const *const u8,
+        key_lens: *const usize,
+        n_keys: u32,
+        found: *mut i32,
+    ) -> swa_status_t;
 }
 #[doc = " \\brief Configuration of the built-in in-process memory store."]
 #[repr(C)]
