@@ -107,6 +107,7 @@ fn main() {
         softmax_scale: 0.0,
         stream: std::ptr::null_mut(),
         lse: std::ptr::null_mut(),
+        positions: std::ptr::null(),
     };
     let raw_cache = cache.as_ptr();
     let mut steps = cache.steps();

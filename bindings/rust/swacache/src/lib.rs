@@ -40,6 +40,7 @@ mod error;
 mod merge;
 mod plan;
 mod project;
+mod rope;
 mod step;
 mod store;
 mod store_tiered;
@@ -50,9 +51,10 @@ pub use config::{
     TensorView,
 };
 pub use error::{Code, Error, Result};
-pub use merge::MergeArgs;
+pub use merge::{attention_merge, attention_merge_into, MergeArgs};
 pub use plan::{IndexPad, Plan, PlanInfo, PlanOptions, PlanPath, Segment, Seq};
 pub use project::{ProjectDims, WeightLayout};
+pub use rope::{rope_apply, rope_table, RopeInfo};
 pub use step::{Bf16, Input, Output, StepArgs, StepGuard};
 pub use store::{Blob, GetSink, KvStore, MemoryStats, RedisConfig, Store};
 pub use store_tiered::{RedisClusterConfig, TierStats};

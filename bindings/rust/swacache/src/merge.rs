@@ -65,28 +65,7 @@ impl Cache {
     /// checked before the C call. Host slices (CPU backend). Thread-safe.
     pub fn attention_merge(&self, args: MergeArgs<'_>) -> Result<()> {
         self.require_host("attention_merge")?;
-        let rows = args.lse_a.len();
-        let n = shape(args.head_dim, rows)?;
-        let (a, a_len, dtype) = args.out_a.parts();
-        let (b, b_len, b_dtype) = args.out_b.parts();
-        let (out, out_len, out_dtype) = output_parts(args.out);
-        expect("out_a", a_len, n)?;
-        expect("out_b", b_len, n)?;
-        expect("out", out_len, n)?;
-        expect("lse_b", args.lse_b.len(), rows)?;
-        if b_dtype != dtype || out_dtype != dtype {
-            return Err(invalid(format!(
-                "out_a is {dtype:?}, out_b {b_dtype:?}, out {out_dtype:?}: one dtype for all three"
-            )));
-        }
-        let lse = match args.lse {
-            Some(l) => {
-                expect("lse", l.len(), rows)?;
-                l.as_mut_ptr()
-            }
-            None => ptr::null_mut(),
-        };
-        self.merge_raw(rows, args.head_dim, dtype, a, args.lse_a.as_ptr(), b, args.lse_b.as_ptr(), out, lse)
+        merge_checked(Some(self), args)
     }
 
     /// Merge `other` into `acc` in place (`acc` is both part A and the
@@ -102,53 +81,109 @@ impl Cache {
         other_lse: &[f32],
     ) -> Result<()> {
         self.require_host("attention_merge_into")?;
-        let rows = acc_lse.len();
-        let n = shape(head_dim, rows)?;
-        let (acc, acc_len, dtype) = output_parts(acc);
-        let (b, b_len, b_dtype) = other.parts();
-        expect("acc", acc_len, n)?;
-        expect("other", b_len, n)?;
-        expect("other_lse", other_lse.len(), rows)?;
-        if b_dtype != dtype {
-            return Err(invalid(format!("acc is {dtype:?}, other {b_dtype:?}: one dtype for both")));
-        }
-        let lse = acc_lse.as_mut_ptr();
-        self.merge_raw(rows, head_dim, dtype, acc as *const c_void, lse as *const f32, b, other_lse.as_ptr(), acc, lse)
+        merge_into_checked(Some(self), head_dim, acc, acc_lse, other, other_lse)
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn merge_raw(
-        &self,
-        rows: usize,
-        head_dim: u32,
-        dtype: Dtype,
-        out_a: *const c_void,
-        lse_a: *const f32,
-        out_b: *const c_void,
-        lse_b: *const f32,
-        out: *mut c_void,
-        lse: *mut f32,
-    ) -> Result<()> {
-        if rows == 0 {
-            return Ok(());
-        }
-        let args = sys::swa_merge_args_t {
-            struct_size: size_of::<sys::swa_merge_args_t>(),
-            rows: rows as i64,
-            head_dim,
-            dtype: dtype.raw(),
-            out_a,
-            lse_a,
-            out_b,
-            lse_b,
-            out,
-            lse,
-            stream: ptr::null_mut(),
-            device: -1,
-        };
-        // SAFETY: every length was checked against rows and head_dim; the
-        // borrows make the outputs disjoint from the inputs, except the exact
-        // aliasing of attention_merge_into, which the header allows.
-        check(unsafe { sys::swa_attention_merge(self.as_ptr(), &args) })
+/// [`Cache::attention_merge`] without a cache (`swa_attention_merge` with
+/// cache NULL, device -1): host slices, merged on the calling thread; the
+/// same bits as with a CPU cache. Thread-safe.
+pub fn attention_merge(args: MergeArgs<'_>) -> Result<()> {
+    merge_checked(None, args)
+}
+
+/// [`Cache::attention_merge_into`] without a cache (host slices).
+pub fn attention_merge_into(
+    head_dim: u32,
+    acc: Output<'_>,
+    acc_lse: &mut [f32],
+    other: Input<'_>,
+    other_lse: &[f32],
+) -> Result<()> {
+    merge_into_checked(None, head_dim, acc, acc_lse, other, other_lse)
+}
+
+fn merge_checked(cache: Option<&Cache>, args: MergeArgs<'_>) -> Result<()> {
+    let rows = args.lse_a.len();
+    let n = shape(args.head_dim, rows)?;
+    let (a, a_len, dtype) = args.out_a.parts();
+    let (b, b_len, b_dtype) = args.out_b.parts();
+    let (out, out_len, out_dtype) = output_parts(args.out);
+    expect("out_a", a_len, n)?;
+    expect("out_b", b_len, n)?;
+    expect("out", out_len, n)?;
+    expect("lse_b", args.lse_b.len(), rows)?;
+    if b_dtype != dtype || out_dtype != dtype {
+        return Err(invalid(format!(
+            "out_a is {dtype:?}, out_b {b_dtype:?}, out {out_dtype:?}: one dtype for all three"
+        )));
     }
+    let lse = match args.lse {
+        Some(l) => {
+            expect("lse", l.len(), rows)?;
+            l.as_mut_ptr()
+        }
+        None => ptr::null_mut(),
+    };
+    merge_raw(cache, rows, args.head_dim, dtype, a, args.lse_a.as_ptr(), b, args.lse_b.as_ptr(), out, lse)
+}
+
+fn merge_into_checked(
+    cache: Option<&Cache>,
+    head_dim: u32,
+    acc: Output<'_>,
+    acc_lse: &mut [f32],
+    other: Input<'_>,
+    other_lse: &[f32],
+) -> Result<()> {
+    let rows = acc_lse.len();
+    let n = shape(head_dim, rows)?;
+    let (acc, acc_len, dtype) = output_parts(acc);
+    let (b, b_len, b_dtype) = other.parts();
+    expect("acc", acc_len, n)?;
+    expect("other", b_len, n)?;
+    expect("other_lse", other_lse.len(), rows)?;
+    if b_dtype != dtype {
+        return Err(invalid(format!("acc is {dtype:?}, other {b_dtype:?}: one dtype for both")));
+    }
+    let lse = acc_lse.as_mut_ptr();
+    merge_raw(cache, rows, head_dim, dtype, acc as *const c_void, lse as *const f32, b, other_lse.as_ptr(), acc, lse)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn merge_raw(
+    cache: Option<&Cache>,
+    rows: usize,
+    head_dim: u32,
+    dtype: Dtype,
+    out_a: *const c_void,
+    lse_a: *const f32,
+    out_b: *const c_void,
+    lse_b: *const f32,
+    out: *mut c_void,
+    lse: *mut f32,
+) -> Result<()> {
+    if rows == 0 {
+        return Ok(());
+    }
+    let args = sys::swa_merge_args_t {
+        struct_size: size_of::<sys::swa_merge_args_t>(),
+        rows: rows as i64,
+        head_dim,
+        dtype: dtype.raw(),
+        out_a,
+        lse_a,
+        out_b,
+        lse_b,
+        out,
+        lse,
+        stream: ptr::null_mut(),
+        device: -1,
+    };
+    let handle = cache.map_or(ptr::null_mut(), |c| c.as_ptr());
+    // SAFETY: every length was checked against rows and head_dim; the
+    // borrows make the outputs disjoint from the inputs, except the exact
+    // aliasing of attention_merge_into, which the header allows. Host memory
+    // (a CPU cache, or none with device -1).
+    check(unsafe { sys::swa_attention_merge(handle, &args) })
 }

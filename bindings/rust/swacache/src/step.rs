@@ -125,6 +125,9 @@ pub struct StepArgs<'a> {
     /// Optional [T, Hq] output: ln of each row's softmax denominator (sink
     /// included), for merging with other attention.
     pub lse: Option<&'a mut [f32]>,
+    /// Optional [T] RoPE positions (each >= 0): RoPE rotates by them instead
+    /// of the cache positions; ring rows, window and mask keep cache positions.
+    pub positions: Option<&'a [i32]>,
 }
 
 impl<'a> StepArgs<'a> {
@@ -139,6 +142,7 @@ impl<'a> StepArgs<'a> {
             sinks: None,
             softmax_scale: 0.0,
             lse: None,
+            positions: None,
         }
     }
 }
@@ -210,6 +214,13 @@ impl<'c> StepGuard<'c> {
             }
             None => ptr::null_mut(),
         };
+        let positions = match args.positions {
+            Some(p) => {
+                expect_len("positions", p.len(), t)?;
+                p.as_ptr()
+            }
+            None => ptr::null(),
+        };
         let c = sys::swa_step_args_t {
             struct_size: size_of::<sys::swa_step_args_t>(),
             layer: args.layer,
@@ -224,6 +235,7 @@ impl<'c> StepGuard<'c> {
             softmax_scale: args.softmax_scale,
             stream: ptr::null_mut(),
             lse,
+            positions,
         };
         // SAFETY: every buffer was checked to hold what the plan and layer need;
         // the guard makes this the only step on the cache; the plan is ours (&mut).

@@ -356,6 +356,7 @@ fn raw_step_and_handles() {
         softmax_scale: 0.0,
         stream: std::ptr::null_mut(),
         lse: std::ptr::null_mut(),
+        positions: std::ptr::null(),
     };
     let mut steps = cache.steps();
     assert!(format!("{steps:?}").contains("StepGuard"));

@@ -24,6 +24,7 @@ const OMITTED: &[(&str, &str)] = &[
     ("swa_step_args_init", LITERAL),
     ("swa_merge_args_init", LITERAL),
     ("swa_project_args_init", LITERAL),
+    ("swa_rope_args_init", LITERAL),
 ];
 
 fn is_ident(c: char) -> bool {

@@ -97,6 +97,7 @@ fn decode_loop_matches_dense_reference() {
                 sinks: if layer.has_sinks { Some(&sinks) } else { None },
                 softmax_scale: 0.0,
                 lse: None,
+                positions: None,
             };
             steps.step(&mut plan, args).unwrap();
             if bf16_out {
