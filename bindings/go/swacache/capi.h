@@ -107,7 +107,8 @@ static inline swago_ret swago_plan_seq_offsets(const swa_plan_t* p, int32_t* cu,
 static inline swago_ret swago_step(swa_cache_t* c, swa_plan_t* p, uint32_t layer,
                             const void* q, uint32_t q_dtype, const void* k, const void* v,
                             uint32_t kv_dtype, void* out, uint32_t out_dtype,
-                            const float* sinks, float scale, float* lse) {
+                            const float* sinks, float scale, float* lse,
+                            const int32_t* positions) {
   swa_step_args_t a;
   swa_step_args_init(&a);
   a.layer = layer;
@@ -121,6 +122,7 @@ static inline swago_ret swago_step(swa_cache_t* c, swa_plan_t* p, uint32_t layer
   a.sinks = sinks;
   a.softmax_scale = scale;
   a.lse = lse;
+  a.positions = positions;
   return swago_r(swa_step(c, p, &a));
 }
 
@@ -202,6 +204,27 @@ static inline swago_ret swago_attention_merge(swa_cache_t* c, int64_t rows, uint
   a.out = out;
   a.lse = lse;
   return swago_r(swa_attention_merge(c, &a));
+}
+
+// ---- RoPE as a service ----
+static inline swago_ret swago_rope_table(const swa_layer_desc_t* l, float* inv_freq,
+                                         uint32_t capacity, swa_rope_info_t* info) {
+  info->struct_size = sizeof *info;
+  return swago_r(swa_rope_table(l, inv_freq, capacity, info));
+}
+static inline swago_ret swago_rope_apply(const swa_layer_desc_t* l, void* x, uint32_t dtype,
+                                         uint32_t heads, int64_t tokens,
+                                         const int32_t* positions, uint32_t inverse) {
+  swa_rope_args_t a;
+  swa_rope_args_init(&a);
+  a.layer = l;
+  a.x = x;
+  a.dtype = (swa_dtype_t)dtype;
+  a.heads = heads;
+  a.tokens = tokens;
+  a.positions = positions;
+  a.inverse = inverse;
+  return swago_r(swa_rope_apply(&a));
 }
 
 #endif  /* SWACACHE_GO_CAPI_H_ */

@@ -136,3 +136,21 @@ func (c *Cache) AttentionMerge(a *MergeArgs) error {
 	runtime.KeepAlive(c)
 	return err
 }
+
+// AttentionMerge is Cache.AttentionMerge without a cache (swa_attention_merge
+// with cache NULL, device -1): host slices, merged on the calling goroutine's
+// thread; the same bits as with a CPU cache. Thread-safe.
+func AttentionMerge(a *MergeArgs) error {
+	if a == nil {
+		return errorf(CodeInvalidArgument, "merge args are nil")
+	}
+	rows, err := checkMerge(a)
+	if err != nil || rows == 0 {
+		return err
+	}
+	err = result(C.swago_attention_merge(nil, C.int64_t(rows), C.uint32_t(a.HeadDim), C.uint32_t(a.OutA.dtype()),
+		a.OutA.ptr(), (*C.float)(f32Ptr(a.LSEA)), a.OutB.ptr(), (*C.float)(f32Ptr(a.LSEB)), a.Out.ptr(),
+		(*C.float)(f32Ptr(a.LSE))))
+	runtime.KeepAlive(a)
+	return err
+}

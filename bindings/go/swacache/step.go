@@ -68,6 +68,10 @@ type StepArgs struct {
 	// LSE, when not nil, receives [T, Hq] FP32: ln of each row's softmax
 	// denominator (sink included), for merging with other attention.
 	LSE []float32
+	// Positions, when not nil, are the [T] RoPE positions (each >= 0): RoPE
+	// rotates by them instead of the cache positions; ring rows, window and
+	// mask keep cache positions.
+	Positions []int32
 }
 
 // Step runs one layer of the planned step (swa_step) on the CPU backend:
@@ -103,9 +107,13 @@ func (p *Plan) Step(a *StepArgs) error {
 	if len(a.LSE) > 0 {
 		lse = (*C.float)(unsafe.Pointer(&a.LSE[0]))
 	}
+	var positions *C.int32_t
+	if len(a.Positions) > 0 {
+		positions = (*C.int32_t)(unsafe.Pointer(&a.Positions[0]))
+	}
 	err = result(C.swago_step(cp, pp, C.uint32_t(a.Layer),
 		a.Q.ptr(), C.uint32_t(a.Q.dtype()), a.K.ptr(), a.V.ptr(), C.uint32_t(a.K.dtype()),
-		a.Out.ptr(), C.uint32_t(a.Out.dtype()), sinks, C.float(a.SoftmaxScale), lse))
+		a.Out.ptr(), C.uint32_t(a.Out.dtype()), sinks, C.float(a.SoftmaxScale), lse, positions))
 	runtime.KeepAlive(a)
 	return err
 }
@@ -136,6 +144,10 @@ func (p *Plan) checkStep(a *StepArgs) error {
 	if a.LSE != nil && int64(len(a.LSE)) != t*int64(l.QHeads) {
 		return errorf(CodeInvalidArgument, "layer %d: LSE has %d elements, want %d (T x Hq)",
 			a.Layer, len(a.LSE), t*int64(l.QHeads))
+	}
+	if a.Positions != nil && int64(len(a.Positions)) != t {
+		return errorf(CodeInvalidArgument, "layer %d: Positions has %d elements, want T = %d",
+			a.Layer, len(a.Positions), t)
 	}
 	qn := t * int64(l.QHeads) * int64(l.HeadDim)
 	kn := t * int64(l.KVHeads) * int64(l.HeadDim)
