@@ -132,7 +132,10 @@ typedef enum swa_format {
    *  NoPE dims as E4M3 codes, the 64 RoPE dims as BF16 (128 bytes), then 7
    *  UE8M0 scales (one per 64 NoPE dims) and one zero pad byte. The scale of a
    *  group is 2^ceil(log2(max(amax/448, 1e-4))). See \ref md_docs_codec
-   *  "docs/codec.md" for the byte order and how it maps to a FlashMLA page. */
+   *  "docs/codec.md" for the byte order and how it maps to a FlashMLA page.
+   *  Supported by the CPU backend, the CUDA backend (every step path: ring-only,
+   *  staged and the graph decode; its attention always takes the small tiles),
+   *  the codec calls (`swa_codec_*`) and the stores. */
   SWA_FORMAT_FP8_DS_MLA = 3
 } swa_format_t;
 
