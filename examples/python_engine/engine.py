@@ -61,17 +61,6 @@ def tiny_gpt_oss():
     return model
 
 
-def rope_fields(cfg) -> dict:
-    """libswacache RoPE fields for gpt-oss (docs/models.md, "gpt-oss")."""
-    rp = cfg.rope_parameters
-    return dict(rope_style=sc.RopeStyle.NEOX, rope_first_dim=0, rope_dims=cfg.head_dim,
-                rope_theta=float(rp.get("rope_theta", 150000.0)),
-                rope_yarn_factor=float(rp["factor"]),
-                rope_yarn_original_max_positions=int(rp["original_max_position_embeddings"]),
-                rope_yarn_beta_fast=float(rp["beta_fast"]), rope_yarn_beta_slow=float(rp["beta_slow"]),
-                rope_yarn_truncate=bool(rp.get("truncate", True)), rope_attention_factor=0.0)
-
-
 @dataclass
 class Request:
     rid: str
@@ -246,11 +235,10 @@ class GptOssAdapter:
         self.swa_id = {layer: j for j, layer in enumerate(self.sliding)}  # model layer -> swa id
 
     def layer_descs(self, kv_format: sc.Format) -> List[sc.Layer]:
-        cfg = self.model.config
-        desc = sc.Layer(q_heads=cfg.num_attention_heads, kv_heads=cfg.num_key_value_heads,
-                        head_dim=cfg.head_dim, shared_kv=False, kv_format=kv_format,
-                        has_sinks=True, **rope_fields(cfg))
-        return [desc] * len(self.sliding)
+        # The model's own config, through transformers' rules (docs/models.md).
+        hf = sc.hf.layer_descs(self.model.config, kv_format=kv_format)
+        assert hf.window == W and hf.model_layers == self.sliding
+        return hf.layers
 
     def forward(self, eng: Engine, batch) -> torch.Tensor:
         m, cfg = self.model.model, self.model.config
@@ -386,24 +374,11 @@ class DeepseekV4Adapter:
         self.rd = cfg.qk_rope_head_dim
 
     def layer_descs(self, kv_format: sc.Format) -> List[sc.Layer]:
-        cfg = self.model.config
-        out = []
-        for t in cfg.layer_types:
-            rp = cfg.rope_parameters["main" if t == "sliding_attention" else "compress"]
-            fields = dict(q_heads=cfg.num_attention_heads, kv_heads=1, head_dim=cfg.head_dim,
-                          shared_kv=True, kv_format=kv_format, has_sinks=True,
-                          rope_style=sc.RopeStyle.GPTJ, rope_first_dim=cfg.head_dim - self.rd,
-                          rope_dims=self.rd, rope_theta=float(rp["rope_theta"]),
-                          rope_derotate_output=True)
-            if rp.get("rope_type") == "yarn":
-                fields.update(rope_yarn_factor=float(rp["factor"]),
-                              rope_yarn_original_max_positions=int(rp["original_max_position_embeddings"]),
-                              rope_yarn_beta_fast=float(rp.get("beta_fast") or 32.0),
-                              rope_yarn_beta_slow=float(rp.get("beta_slow") or 1.0),
-                              rope_yarn_truncate=True,  # HF never finds "truncate" for V4
-                              rope_attention_factor=float(rp.get("attention_factor", 1.0)))
-            out.append(sc.Layer(**fields))
-        return out
+        # Every layer (sliding, CSA and HCA) keeps its window part in the cache;
+        # the model's own config, through transformers' rules (docs/models.md).
+        hf = sc.hf.layer_descs(self.model.config, kv_format=kv_format)
+        assert hf.window == W and hf.model_layers == list(range(self.n_layers))
+        return hf.layers
 
     def forward(self, eng: Engine, batch) -> torch.Tensor:
         model = self.model

@@ -55,6 +55,7 @@ from ._enums import (
 )
 from ._plan import Plan
 from ._rope import RopeInfo, attention_merge, rope_apply, rope_table
+from . import hf
 from ._util import last_error, status_string, version, version_number
 from ._stores import (
     BuiltinStore,
