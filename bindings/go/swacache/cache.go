@@ -10,6 +10,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -19,8 +20,8 @@ import (
 // Threading: the methods documented as thread-safe may be called from many
 // goroutines at once. Close waits for calls in flight and then destroys the
 // cache and every Plan still open on it; afterwards every method returns an
-// error matching ErrClosed. A store callback must not call Close on the cache
-// that is calling it.
+// error matching ErrClosed. A store callback that calls Close on the cache
+// that is calling it gets FAILED_PRECONDITION (Close would wait for itself).
 type Cache struct {
 	s *cacheState
 }
@@ -35,6 +36,43 @@ type cacheState struct {
 
 	plansMu sync.Mutex
 	plans   map[*planState]struct{}
+
+	// Goroutines running a Go store callback of this cache (callStore), so
+	// that Close can refuse to wait for the call that runs its own caller.
+	callbacks   atomic.Int32
+	callbacksMu sync.Mutex
+	callbackIDs map[uint64]int
+}
+
+func (s *cacheState) enterCallback(id uint64) {
+	s.callbacksMu.Lock()
+	if s.callbackIDs == nil {
+		s.callbackIDs = make(map[uint64]int)
+	}
+	s.callbackIDs[id]++
+	s.callbacksMu.Unlock()
+	s.callbacks.Add(1)
+}
+
+func (s *cacheState) exitCallback(id uint64) {
+	s.callbacks.Add(-1)
+	s.callbacksMu.Lock()
+	if s.callbackIDs[id]--; s.callbackIDs[id] == 0 {
+		delete(s.callbackIDs, id)
+	}
+	s.callbacksMu.Unlock()
+}
+
+// inCallback reports whether the calling goroutine runs a store callback of
+// this cache.
+func (s *cacheState) inCallback() bool {
+	if s.callbacks.Load() == 0 {
+		return false
+	}
+	id := goid()
+	s.callbacksMu.Lock()
+	defer s.callbacksMu.Unlock()
+	return s.callbackIDs[id] > 0
 }
 
 func configToC(cfg *Config, c *C.swa_config_t) (free func()) {
@@ -109,12 +147,20 @@ func NewCache(cfg Config) (*Cache, error) {
 
 // Close destroys every Plan still open on the cache, then the cache and its
 // pool (swa_cache_destroy). It waits for calls in flight. Closing twice is a
-// no-op and returns nil. Close on a nil *Cache (NewCache failed) or a zero
+// no-op and returns nil. From inside a Go store callback of this cache it
+// returns FAILED_PRECONDITION and does nothing (a goroutine the callback
+// starts is not recognised: its Close waits for the call, which waits for the
+// callback). Close on a nil *Cache (NewCache failed) or a zero
 // Cache returns an error matching ErrInvalidArgument, as os.File.Close does,
 // and does nothing.
 func (c *Cache) Close() error {
 	if c == nil || c.s == nil {
 		return nilHandleError("Cache", "NewCache")
+	}
+	if c.s.inCallback() {
+		return errorf(CodeFailedPrecondition, "Cache.Close from inside a store callback of this "+
+			"cache: it would wait for the call that runs the callback; close the cache after "+
+			"that call returns")
 	}
 	c.s.close()
 	runtime.SetFinalizer(c, nil)

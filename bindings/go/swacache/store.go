@@ -115,7 +115,7 @@ func (c *Cache) SetStore(s Store) error {
 		}
 		return st.attach(cp)
 	}
-	h := cgo.NewHandle(s)
+	h := cgo.NewHandle(&boundStore{s: s, cs: c.s})
 	if err := result(C.swago_set_go_store(cp, C.uintptr_t(h))); err != nil {
 		h.Delete() // On failure the library does not take ownership.
 		return err

@@ -161,3 +161,50 @@ func TestStoreCallbacksThatDoNotReturnAreInternalErrors(t *testing.T) {
 		})
 	}
 }
+
+// closingStore's Put closes the cache whose Save is calling it.
+type closingStore struct {
+	mapStore
+	c   *Cache
+	err error
+}
+
+func (s *closingStore) Put(key, blob []byte) error {
+	s.err = s.c.Close()
+	return s.mapStore.Put(key, blob)
+}
+
+func TestCloseFromInsideAStoreCallbackOfTheSameCacheIsRefused(t *testing.T) {
+	c := newTestCache(t, FormatFP32)
+	slot, _ := c.AllocSlot()
+	store := &closingStore{mapStore: mapStore{m: map[string][]byte{}}, c: c}
+	if err := c.SetStore(store); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Save(slot, []byte("k")) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Save: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Save hung: Close inside its callback waited for it")
+	}
+	if !errors.Is(store.err, ErrFailedPrecondition) || !strings.Contains(store.err.Error(), "inside a store callback") {
+		t.Errorf("Close inside the callback: got %v, want FAILED_PRECONDITION", store.err)
+	}
+	if len(store.m) != 1 {
+		t.Errorf("the store holds %d blobs, want 1", len(store.m))
+	}
+	// The cache was not closed: it still works, and closes from outside.
+	if _, err := c.AllocSlot(); err != nil {
+		t.Errorf("AllocSlot after the refused Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := c.AllocSlot(); !errors.Is(err, ErrClosed) {
+		t.Errorf("AllocSlot after Close: %v, want ErrClosed", err)
+	}
+}

@@ -19,13 +19,47 @@ package swacache
 import "C"
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"runtime/cgo"
 	"unsafe"
 )
 
+// boundStore is the handle value of a Go store attached by Cache.SetStore:
+// the store and the cache whose calls run its callbacks (a tier of a tiered
+// store is a plain Store).
+type boundStore struct {
+	s  Store
+	cs *cacheState
+}
+
 // storeOf resolves the handle value the table carries as user_data.
-func storeOf(h C.uintptr_t) Store { return cgo.Handle(h).Value().(Store) }
+func storeOf(h C.uintptr_t) (Store, *cacheState) {
+	switch v := cgo.Handle(h).Value().(type) {
+	case *boundStore:
+		return v.s, v.cs
+	default:
+		return v.(Store), nil
+	}
+}
+
+// goid is the running goroutine's id, read from its stack header
+// ("goroutine 17 [running]:"); only for telling a store callback's goroutine
+// apart in Cache.Close.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
 
 // writeMessage copies text into the library's message buffer, NUL-terminated
 // and truncated to its capacity.
@@ -52,12 +86,19 @@ func fail(err error, msg *C.char, msgCap C.size_t) C.int {
 // result when f returns; a panic becomes INTERNAL with the panic's text, and
 // a goroutine that ended without f returning (panic(nil) before Go 1.21,
 // runtime.Goexit) becomes INTERNAL with a message that says so.
-func callStore(msg *C.char, msgCap C.size_t, f func() C.int) C.int {
+// While f runs, its goroutine is registered with cs (when not nil), so that a
+// Close of that cache from inside f fails instead of waiting for itself.
+func callStore(cs *cacheState, msg *C.char, msgCap C.size_t, f func() C.int) C.int {
 	status := C.int(CodeInternal)
 	done := make(chan struct{})
 	go func() {
 		completed := false
 		defer close(done)
+		if cs != nil {
+			id := goid()
+			cs.enterCallback(id)
+			defer cs.exitCallback(id)
+		}
 		defer func() {
 			if completed {
 				return
@@ -95,7 +136,8 @@ func iovs(iov *C.swa_iov_t, n C.size_t) []C.swa_iov_t {
 //export swagoStorePut
 func swagoStorePut(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_iov_t, nIov C.size_t,
 	msg *C.char, msgCap C.size_t) C.int {
-	return callStore(msg, msgCap, func() C.int {
+	st, cs := storeOf(h)
+	return callStore(cs, msg, msgCap, func() C.int {
 		var total int
 		for _, v := range iovs(iov, nIov) {
 			total += int(v.size)
@@ -106,7 +148,7 @@ func swagoStorePut(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_io
 				blob = append(blob, unsafe.Slice((*byte)(v.data), int(v.size))...)
 			}
 		}
-		if err := storeOf(h).Put(goBytes(key, keyLen), blob); err != nil {
+		if err := st.Put(goBytes(key, keyLen), blob); err != nil {
 			return fail(err, msg, msgCap)
 		}
 		return 0
@@ -116,8 +158,9 @@ func swagoStorePut(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_io
 //export swagoStoreGet
 func swagoStoreGet(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_iov_t, nIov C.size_t,
 	blobSize *C.uint64_t, msg *C.char, msgCap C.size_t) C.int {
-	return callStore(msg, msgCap, func() C.int {
-		blob, err := storeOf(h).Get(goBytes(key, keyLen))
+	st, cs := storeOf(h)
+	return callStore(cs, msg, msgCap, func() C.int {
+		blob, err := st.Get(goBytes(key, keyLen))
 		if err != nil {
 			return fail(err, msg, msgCap)
 		}
@@ -138,8 +181,9 @@ func swagoStoreGet(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, iov *C.swa_io
 //export swagoStoreExists
 func swagoStoreExists(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, exists *C.uint32_t,
 	msg *C.char, msgCap C.size_t) C.int {
-	return callStore(msg, msgCap, func() C.int {
-		ok, err := storeOf(h).Exists(goBytes(key, keyLen))
+	st, cs := storeOf(h)
+	return callStore(cs, msg, msgCap, func() C.int {
+		ok, err := st.Exists(goBytes(key, keyLen))
 		if err != nil {
 			return fail(err, msg, msgCap)
 		}
@@ -154,8 +198,9 @@ func swagoStoreExists(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, exists *C.
 //export swagoStoreRemove
 func swagoStoreRemove(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, msg *C.char,
 	msgCap C.size_t) C.int {
-	return callStore(msg, msgCap, func() C.int {
-		if err := storeOf(h).Remove(goBytes(key, keyLen)); err != nil {
+	st, cs := storeOf(h)
+	return callStore(cs, msg, msgCap, func() C.int {
+		if err := st.Remove(goBytes(key, keyLen)); err != nil {
 			return fail(err, msg, msgCap)
 		}
 		return 0
@@ -164,11 +209,11 @@ func swagoStoreRemove(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, msg *C.cha
 
 //export swagoStoreRelease
 func swagoStoreRelease(h C.uintptr_t) {
-	hd := cgo.Handle(h)
-	s := hd.Value()
-	hd.Delete()
+	s, _ := storeOf(h)
+	cgo.Handle(h).Delete()
 	if r, ok := s.(StoreReleaser); ok {
-		// Release cannot report: a panic or Goexit in it is dropped.
-		callStore(nil, 0, func() C.int { r.Release(); return 0 })
+		// Release cannot report: a panic or Goexit in it is dropped. It may
+		// run inside Close, so it is not registered as a callback of the cache.
+		callStore(nil, nil, 0, func() C.int { r.Release(); return 0 })
 	}
 }
