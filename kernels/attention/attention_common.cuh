@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "common/mxfp8_math.h"
+#include "common/records.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/key_range.h"
 #include "kernels/attention/softmax_stats.h"
@@ -152,6 +153,75 @@ __device__ __forceinline__ void Dequant2(const uint8_t* vec, Format format, int 
     const float* f = reinterpret_cast<const float*>(vec) + e;
     out[0] = f[0];
     out[1] = f[1];
+  }
+}
+
+// Stored formats an attention instantiation decodes: a template parameter of
+// the kernels, so that each instantiation holds only its formats' decode
+// (docs/codec.md, "fp8_ds_mla"). kRuntime: MXFP8, BF16 or FP32, as
+// p.format says at run time (every head dim); kDsMla: FP8_DS_MLA only (D 512,
+// common/ds_mla_math.h; the small tiles only, attention_dispatch.cuh).
+enum class KvDecode : int { kRuntime = 0, kDsMla = 1 };
+
+// Eight consecutive values (element e, a multiple of 8) of an FP8_DS_MLA
+// record: E4M3 codes times their group's UE8M0 scale below dim 448 (the CPU
+// codec's DecodeElement, so values and NaN rules agree bit for bit), the
+// stored BF16 RoPE dims from 448 on. Records are 8-byte aligned: 584-byte
+// vectors in rows of 584 or 1168 bytes, in rings aligned to at least 16
+// bytes or in the staging buffer (a pool allocation).
+__device__ __forceinline__ void DequantDsMla8(const uint8_t* vec, int e, float* out) {
+  if (e < int(kDsMlaNopeDims)) {
+    const uint8_t scale = vec[kDsMlaScaleOffset + e / int(kDsMlaGroup)];
+    const uint2 w = *reinterpret_cast<const uint2*>(vec + e);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      out[j] = codec::DecodeElement(static_cast<uint8_t>(w.x >> (8 * j)), scale);
+      out[4 + j] = codec::DecodeElement(static_cast<uint8_t>(w.y >> (8 * j)), scale);
+    }
+  } else {
+    const uint2* r = reinterpret_cast<const uint2*>(vec + kDsMlaRopeOffset +
+                                                   2 * (e - int(kDsMlaNopeDims)));
+    const uint2 w0 = r[0], w1 = r[1];  // 8-byte aligned only (584 = 8 x 73)
+    const uint32_t h[4] = {w0.x, w0.y, w1.x, w1.y};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      out[2 * j] = __uint_as_float(h[j] << 16);
+      out[2 * j + 1] = __uint_as_float(h[j] & 0xFFFF0000u);
+    }
+  }
+}
+
+// Two consecutive values (element e, even) of an FP8_DS_MLA record.
+__device__ __forceinline__ void DequantDsMla2(const uint8_t* vec, int e, float* out) {
+  if (e < int(kDsMlaNopeDims)) {
+    const uint8_t scale = vec[kDsMlaScaleOffset + e / int(kDsMlaGroup)];
+    out[0] = codec::DecodeElement(vec[e], scale);
+    out[1] = codec::DecodeElement(vec[e + 1], scale);
+  } else {
+    const uint32_t h =
+        *reinterpret_cast<const uint32_t*>(vec + kDsMlaRopeOffset + 2 * (e - int(kDsMlaNopeDims)));
+    out[0] = __uint_as_float(h << 16);
+    out[1] = __uint_as_float(h & 0xFFFF0000u);
+  }
+}
+
+// Dequant8 / Dequant2 of the instantiation's formats.
+template <KvDecode F, int D>
+__device__ __forceinline__ void DequantAs8(const uint8_t* vec, Format format, int e, float* out) {
+  if constexpr (F == KvDecode::kDsMla) {
+    static_assert(D == int(kDsMlaDim), "FP8_DS_MLA holds 512-dim vectors only");
+    DequantDsMla8(vec, e, out);
+  } else {
+    Dequant8<D>(vec, format, e, out);
+  }
+}
+template <KvDecode F, int D>
+__device__ __forceinline__ void DequantAs2(const uint8_t* vec, Format format, int e, float* out) {
+  if constexpr (F == KvDecode::kDsMla) {
+    static_assert(D == int(kDsMlaDim), "FP8_DS_MLA holds 512-dim vectors only");
+    DequantDsMla2(vec, e, out);
+  } else {
+    Dequant2<D>(vec, format, e, out);
   }
 }
 

@@ -30,37 +30,61 @@ inline cudaError_t LaunchWithSmem(void (*kernel)(AttentionParams), dim3 grid, in
   return Launch(kernel, grid, dim3(threads), smem, stream, p);
 }
 
-template <class S, bool kStaged>
+template <class S, bool kStaged, KvDecode F>
 cudaError_t LaunchMma(const AttentionParams& p, cudaStream_t stream) {
   dim3 grid;
   if (!GridOf(p, S::kRows, &grid)) return cudaErrorInvalidConfiguration;
-  return LaunchWithSmem(MmaAttentionKernel<S, kStaged>, grid, S::kThreads, S::kSmemBytes, p,
+  return LaunchWithSmem(MmaAttentionKernel<S, kStaged, F>, grid, S::kThreads, S::kSmemBytes, p,
                         stream);
 }
 
-template <int D, bool kStaged, int kKeys>
+template <int D, bool kStaged, int kKeys, KvDecode F>
 cudaError_t LaunchPrecise(const AttentionParams& p, cudaStream_t stream) {
   using S = PreciseShape<kKeys>;
   dim3 grid;
   if (!GridOf(p, S::kRows, &grid)) return cudaErrorInvalidConfiguration;
-  return LaunchWithSmem(PreciseAttentionKernel<D, kStaged, kKeys>, grid, S::kThreads,
+  return LaunchWithSmem(PreciseAttentionKernel<D, kStaged, kKeys, F>, grid, S::kThreads,
                         S::SmemBytes(D, p.shared_kv), p, stream);
 }
 
 // p.variant resolved (kLarge or kSmall). Where the small tiles of a shape are
 // the large ones (they fit 99 KiB already) both name one instantiation.
+// FP8_DS_MLA has the small tiles only (the backend chooses them for it,
+// CudaBackend::AttentionVariantOf): its decode in the large D 512 tensor-core
+// tiles, 512 threads capped at 128 registers, spilled.
+template <int D, bool kStaged, KvDecode F>
+cudaError_t LaunchAttentionDF(const AttentionParams& p, cudaStream_t stream) {
+  const bool small = p.variant == AttentionVariant::kSmall;
+  if constexpr (F == KvDecode::kDsMla) {
+    if (!small) return cudaErrorInvalidValue;
+    if (p.use_mma)
+      return p.shared_kv ? LaunchMma<MmaSmall<D, true>, kStaged, F>(p, stream)
+                         : LaunchMma<MmaSmall<D, false>, kStaged, F>(p, stream);
+    return LaunchPrecise<D, kStaged, kPreciseSmallKeys<D>, F>(p, stream);
+  } else {
+    if (p.use_mma) {
+      if (p.shared_kv)
+        return small ? LaunchMma<MmaSmall<D, true>, kStaged, F>(p, stream)
+                     : LaunchMma<MmaLarge<D, true>, kStaged, F>(p, stream);
+      return small ? LaunchMma<MmaSmall<D, false>, kStaged, F>(p, stream)
+                   : LaunchMma<MmaLarge<D, false>, kStaged, F>(p, stream);
+    }
+    return small ? LaunchPrecise<D, kStaged, kPreciseSmallKeys<D>, F>(p, stream)
+                 : LaunchPrecise<D, kStaged, kPreciseLargeKeys, F>(p, stream);
+  }
+}
+
+// FP8_DS_MLA (D 512 only) takes its own instantiations; every other format
+// the run-time ones, unchanged.
 template <int D, bool kStaged>
 cudaError_t LaunchAttentionD(const AttentionParams& p, cudaStream_t stream) {
-  const bool small = p.variant == AttentionVariant::kSmall;
-  if (p.use_mma) {
-    if (p.shared_kv)
-      return small ? LaunchMma<MmaSmall<D, true>, kStaged>(p, stream)
-                   : LaunchMma<MmaLarge<D, true>, kStaged>(p, stream);
-    return small ? LaunchMma<MmaSmall<D, false>, kStaged>(p, stream)
-                 : LaunchMma<MmaLarge<D, false>, kStaged>(p, stream);
+  if (p.format == Format::kFp8DsMla) {
+    if constexpr (D == int(kDsMlaDim))
+      return LaunchAttentionDF<D, kStaged, KvDecode::kDsMla>(p, stream);
+    else
+      return cudaErrorInvalidValue;
   }
-  return small ? LaunchPrecise<D, kStaged, kPreciseSmallKeys<D>>(p, stream)
-               : LaunchPrecise<D, kStaged, kPreciseLargeKeys>(p, stream);
+  return LaunchAttentionDF<D, kStaged, KvDecode::kRuntime>(p, stream);
 }
 
 // The instantiation for p.head_dim among AttentionHeadDims; NotSupported for

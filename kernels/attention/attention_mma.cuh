@@ -57,14 +57,14 @@ __device__ __forceinline__ bool KeyFlagged(const unsigned long long* mask, int k
 
 // The score (before scale and cap) of key `key` for the query row at `q_row`
 // (bf16 in shared memory) from the stored K values, non-finite ones included.
-template <int D, bool kStaged>
+template <int D, bool kStaged, KvDecode F>
 __device__ __forceinline__ float FullScore(const AttentionParams& p, const SeqKeys<kStaged>& sk,
                                            const __nv_bfloat16* q_row, int32_t key, int g) {
   const uint8_t* vec = sk.Vector(p, key, g);
   float dot = 0;
   for (int e = 0; e < D; e += 8) {
     float k[8];
-    Dequant8<D>(vec, p.format, e, k);
+    DequantAs8<F, D>(vec, p.format, e, k);
 #pragma unroll
     for (int j = 0; j < 8; ++j)
       dot = fmaf(__bfloat162float(q_row[e + j]), __bfloat162float(__float2bfloat16_rn(k[j])), dot);
@@ -75,7 +75,7 @@ __device__ __forceinline__ float FullScore(const AttentionParams& p, const SeqKe
 // O += P V for the non-finite V values of the tile's flagged keys (the tile
 // holds 0 there), for this thread's accumulator elements whose row sees the
 // key: its rows rbase + gid (+ 8), columns obase + nt * 8 + tig * 2 (+ 1).
-template <class S, bool kStaged>
+template <class S, bool kStaged, KvDecode F>
 __device__ __forceinline__ void AddNonfiniteValues(
     const AttentionParams& p, const SeqKeys<kStaged>& sk, const unsigned long long* v_bad,
     const __nv_bfloat16* p_s, const int32_t* row_begin, const int32_t* row_end, int32_t k0,
@@ -97,7 +97,7 @@ __device__ __forceinline__ void AddNonfiniteValues(
 #pragma unroll
     for (int nt = 0; nt < S::kOTiles; ++nt) {
       float v[2];
-      Dequant2<S::kD>(vec, p.format, obase + nt * 8 + tig * 2, v);
+      DequantAs2<F, S::kD>(vec, p.format, obase + nt * 8 + tig * 2, v);
 #pragma unroll
       for (int c2 = 0; c2 < 2; ++c2) {
         const float x = v[c2];
@@ -109,7 +109,7 @@ __device__ __forceinline__ void AddNonfiniteValues(
   }
 }
 
-template <class S, bool kStaged>
+template <class S, bool kStaged, KvDecode F>
 __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKernel(AttentionParams p) {
   constexpr int D = S::kD;
   constexpr bool kSharedKv = S::kShared;
@@ -221,13 +221,13 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
       const int32_t key = k0 + kk;
       const bool in = key < band_hi;
       float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (in) Dequant8<D>(sk.Vector(p, key, g), p.format, e, v);
+      if (in) DequantAs8<F, D>(sk.Vector(p, key, g), p.format, e, v);
       if (StoreFinite8(k_s + kk * S::kQStride + e, v, in)) {
         atomicOr(k_bad, 1ull << kk);
         if (kSharedKv) atomicOr(v_bad, 1ull << kk);
       }
       if (!kSharedKv) {
-        if (in) Dequant8<D>(sk.Vector(p, key, p.kv_heads + g), p.format, e, v);
+        if (in) DequantAs8<F, D>(sk.Vector(p, key, p.kv_heads + g), p.format, e, v);
         if (StoreFinite8(v_s + kk * S::kQStride + e, v, in)) atomicOr(v_bad, 1ull << kk);
       }
     }
@@ -276,7 +276,8 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
           const int32_t key = k0 + col;
           if (key >= row_begin[r] && key < row_end[r] && KeyFlagged(k_bad, col))
             s_s[r * S::kSStride + col] =
-                CappedScore(p, FullScore<D>(p, sk, q_s + r * S::kQStride, key, g) * p.scale);
+                CappedScore(p, FullScore<D, kStaged, F>(p, sk, q_s + r * S::kQStride, key, g) *
+                                   p.scale);
         }
       }
     }
@@ -339,8 +340,9 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
       }
       // The non-finite V values of flagged keys, for the rows that see them
       // (P of the others is exactly 0 and must not meet them).
-      if (any_v_bad) AddNonfiniteValues<S>(p, sk, v_bad, p_s, row_begin, row_end, k0, rbase, gid,
-                                           tig, obase, g, o);
+      if (any_v_bad)
+        AddNonfiniteValues<S, kStaged, F>(p, sk, v_bad, p_s, row_begin, row_end, k0, rbase, gid,
+                                          tig, obase, g, o);
     }
   }
   __syncthreads();

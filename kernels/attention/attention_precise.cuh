@@ -11,7 +11,7 @@
 
 namespace swa::kernels {
 
-template <int D, bool kStaged, int kKeys>
+template <int D, bool kStaged, int kKeys, KvDecode F>
 __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kKeys>::MinBlocks(D))
     PreciseAttentionKernel(AttentionParams p) {
   using S = PreciseShape<kKeys>;
@@ -84,11 +84,11 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kK
       const int32_t key = k0 + kk;
       float kv[8];
       const bool in = key < band_hi;
-      if (in) Dequant8<D>(sk.Vector(p, key, g), p.format, e, kv);
+      if (in) DequantAs8<F, D>(sk.Vector(p, key, g), p.format, e, kv);
 #pragma unroll
       for (int j = 0; j < 8; ++j) k_tile[kk * D + e + j] = in ? kv[j] : 0.0f;
       if (!p.shared_kv) {
-        if (in) Dequant8<D>(sk.Vector(p, key, p.kv_heads + g), p.format, e, kv);
+        if (in) DequantAs8<F, D>(sk.Vector(p, key, p.kv_heads + g), p.format, e, kv);
 #pragma unroll
         for (int j = 0; j < 8; ++j) v_tile[kk * D + e + j] = in ? kv[j] : 0.0f;
       }

@@ -152,8 +152,12 @@ TEST(CudaGraph, CApiCaptureReplayMatchesHostPlannedSteps) {
   LayerCfg mqa{SWA_FORMAT_MXFP8, 16, 1, 512, true, true};
   LayerCfg gqa{SWA_FORMAT_BF16, 8, 2, 128, false, true};
   gqa.softcap = 3.0f;
+  LayerCfg ds_mla{SWA_FORMAT_FP8_DS_MLA, 16, 1, 512, true, false};  // DeepSeek-V4's record
+  ds_mla.rope_style = SWA_ROPE_GPTJ;
+  ds_mla.rope_first = 448;
+  ds_mla.rope_dims = 64;
   const uint32_t tokens = 3, max_seqs = 4;
-  GraphApiRig rig({mqa, gqa}, tokens, max_seqs, 77);
+  GraphApiRig rig({mqa, gqa, ds_mla}, tokens, max_seqs, 77);
   const size_t L = rig.cfg_.size();
   // Prefill slots 0, 1, 2 on both caches with the same inputs.
   std::vector<int32_t> len = {40, 9, 66};

@@ -37,6 +37,7 @@ std::vector<LayerCfg> Layers() {
       {SWA_FORMAT_BF16, 12, 2, 512, false, false},   // D 512, separate
       {SWA_FORMAT_MXFP8, 6, 1, 256, true, false},
       {SWA_FORMAT_FP32, 6, 1, 64, false, false},     // the precise kernel
+      {SWA_FORMAT_FP8_DS_MLA, 6, 1, 512, true, false},  // a NaN poisons its 64-dim group
   };
 }
 

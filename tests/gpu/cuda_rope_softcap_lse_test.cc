@@ -51,6 +51,7 @@ std::vector<LayerCfg> RopeLayers() {
   return {
       // DeepSeek-V4-like: shared K=V, the last 64 of 512 dims rotate, de-rotated output.
       Derotate(Rope({SWA_FORMAT_MXFP8, 16, 1, 512, true, true}, SWA_ROPE_NEOX, 448, 64)),
+      Derotate(Rope({SWA_FORMAT_FP8_DS_MLA, 16, 1, 512, true, true}, SWA_ROPE_GPTJ, 448, 64)),
       Rope({SWA_FORMAT_BF16, 8, 2, 128, false, false}, SWA_ROPE_GPTJ, 0, 128),
       Yarn(Rope({SWA_FORMAT_MXFP8, 4, 4, 64, false, true}, SWA_ROPE_NEOX, 0, 64), 8.0f, 2048,
            true, 0),

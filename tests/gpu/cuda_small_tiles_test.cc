@@ -31,6 +31,8 @@ std::vector<LayerCfg> Layers() {
   return {
       {SWA_FORMAT_MXFP8, 16, 1, 512, true, true},   // MMA 32 rows x 32 keys
       {SWA_FORMAT_MXFP8, 8, 2, 512, false, false},  // MMA 16 rows x 32 keys
+      {SWA_FORMAT_FP8_DS_MLA, 16, 1, 512, true, true},   // its own instantiations
+      {SWA_FORMAT_FP8_DS_MLA, 8, 2, 512, false, false},
       {SWA_FORMAT_BF16, 8, 2, 256, false, true},    // MMA 64 rows x 32 keys
       {SWA_FORMAT_FP32, 4, 2, 512, false, false},   // precise, 16 keys
       rope,
@@ -99,6 +101,7 @@ TEST(CudaSmallTiles, GraphDecodeTakesTheSmallTiles) {
   DualCache dc(24, 3,
                {{SWA_FORMAT_MXFP8, 16, 1, 512, true, true},   // MMA 32 rows x 32 keys
                 {SWA_FORMAT_MXFP8, 8, 2, 512, false, false},  // MMA 16 rows x 32 keys
+                {SWA_FORMAT_FP8_DS_MLA, 16, 1, 512, true, true},
                 {SWA_FORMAT_FP32, 4, 2, 512, false, false}},  // precise, 16 keys
                3, 41);
   unsetenv("SWACACHE_CUDA_SMEM_LIMIT");
@@ -119,9 +122,37 @@ TEST(CudaSmallTiles, GraphDecodeTakesTheSmallTiles) {
     gt.Step(slots, k, step == 1 ? fp32 : bf16);  // a capture keeps its dtypes
     ASSERT_FALSE(HasFatalFailure()) << "step " << step;
   }
-  // 3 layers in each of the 2 uncaptured steps and in the capture.
-  EXPECT_EQ(AttentionLaunches(AttentionVariant::kSmall).load() - small0, 9u);
+  // 4 layers in each of the 2 uncaptured steps and in the capture.
+  EXPECT_EQ(AttentionLaunches(AttentionVariant::kSmall).load() - small0, 12u);
   EXPECT_EQ(AttentionLaunches(AttentionVariant::kLarge).load(), large0);
+}
+
+// FP8_DS_MLA layers take the small tiles on every device (their only
+// instantiations, kernels/attention/attention_dispatch.cuh), with no limit
+// forced: each of their launches counts as small, the other layers' as large,
+// and the outputs match the CPU backend (prefill, verify and decode).
+TEST(CudaSmallTiles, DsMlaLayersTakeTheSmallTilesEverywhere) {
+  SWA_SKIP_WITHOUT_DEVICE();
+  using swa::kernels::AttentionLaunches;
+  using swa::kernels::AttentionVariant;
+  if (DeviceSmemOptin() < 160 * 1024) GTEST_SKIP() << "the large tiles do not fit this device";
+  DualCache dc(24, 3,
+               {{SWA_FORMAT_FP8_DS_MLA, 16, 1, 512, true, true},
+                {SWA_FORMAT_MXFP8, 16, 1, 512, true, true},
+                {SWA_FORMAT_FP8_DS_MLA, 8, 2, 512, false, false}},
+               2, 43);
+  const uint64_t small0 = AttentionLaunches(AttentionVariant::kSmall).load();
+  const uint64_t large0 = AttentionLaunches(AttentionVariant::kLarge).load();
+  int32_t len[2] = {40, 13};
+  dc.Step({{0, 40, 40, 0}, {1, 13, 13, 0}}, kAllDtypes[1]);
+  for (int step = 0; step < 3 && !HasFatalFailure(); ++step) {
+    dc.Step({{0, 4, len[0] + 4, 0}, {1, 1, len[1] + 1, 0}}, kAllDtypes[step % 4]);
+    len[0] += 2;
+    len[1] += 1;
+  }
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(AttentionLaunches(AttentionVariant::kSmall).load() - small0, 8u);  // 2 x 4 steps
+  EXPECT_EQ(AttentionLaunches(AttentionVariant::kLarge).load() - large0, 4u);
 }
 
 // Below what the small tiles need, cache creation names the limit.

@@ -1,6 +1,6 @@
 // swa_step on the CUDA backend against the CPU backend, identical inputs,
 // every path: decode, speculative verify (rewinds), chunked prefill, mixed
-// batches, valid_start > 0, sinks, GQA, shared K/V, MXFP8/BF16/FP32 rings,
+// batches, valid_start > 0, sinks, GQA, shared K/V, MXFP8/BF16/FP32/FP8_DS_MLA rings,
 // FP32 and BF16 tensors. Outputs within the "Error budgets" of each other; ring
 // bytes identical after every step.
 #include <algorithm>
@@ -24,6 +24,8 @@ std::vector<LayerCfg> MixedLayers() {
       {SWA_FORMAT_MXFP8, 4, 4, 64, false, true},     // MHA, sinks
       {SWA_FORMAT_FP32, 6, 3, 256, false, false},    // FP32 storage
       {SWA_FORMAT_MXFP8, 8, 2, 512, false, false},   // separate K/V at D = 512
+      {SWA_FORMAT_FP8_DS_MLA, 16, 1, 512, true, true},  // DeepSeek-V4's 584-byte record
+      {SWA_FORMAT_FP8_DS_MLA, 8, 2, 512, false, false},  // the same, separate K/V
   };
 }
 
@@ -123,12 +125,16 @@ TEST(CudaStep, ValidStartMatchesCpu) {
   }
 }
 
-// The DeepSeek-V4-like decode shape at full width: Hq 64, one 512-wide MXFP8
-// vector, 6 query tokens per sequence, W 128.
+// The DeepSeek-V4-like decode shape at full width: Hq 64, one 512-wide
+// vector (MXFP8 and DeepSeek-V4's own FP8_DS_MLA record), 6 query tokens per
+// sequence, W 128.
 TEST(CudaStep, DeepSeekShapeDecodeMatchesCpu) {
   SWA_SKIP_WITHOUT_DEVICE();
   const uint32_t W = 128, N = 5;
-  DualCache dc(W, N, {{SWA_FORMAT_MXFP8, 64, 1, 512, true, true}}, 8, 5);
+  DualCache dc(W, N,
+               {{SWA_FORMAT_MXFP8, 64, 1, 512, true, true},
+                {SWA_FORMAT_FP8_DS_MLA, 64, 1, 512, true, true}},
+               8, 5);
   std::vector<int32_t> len(8);
   std::vector<Seq> seqs;
   for (uint32_t s = 0; s < 8; ++s) {

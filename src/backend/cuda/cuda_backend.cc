@@ -192,12 +192,8 @@ absl::Status CudaBackend::FreeScratch(uint8_t* ptr, cudaStream_t stream) {
 }
 
 absl::Status CudaBackend::Supports(const LayerSpec& layer) const {
-  // The encode kernel writes FP8_DS_MLA rows, but the attention kernels do not
-  // read them yet: a dequantization branch in the shared Dequant8 made the
-  // D = 512 tensor-core kernels spill (docs/codec.md, "fp8_ds_mla").
-  if (layer.format == Format::kFp8DsMla)
-    return absl::UnimplementedError(
-        "kv_format = SWA_FORMAT_FP8_DS_MLA is not supported by the CUDA backend yet (CPU only)");
+  // FP8_DS_MLA (head_dim 512 only, checked by the layout) has its own
+  // attention instantiations, small tiles only (AttentionVariantOf).
   const kernels::AttentionLayerShape shape{int(layer.head_dim), layer.shared_kv,
                                            layer.format != Format::kFp32};
   SWA_RETURN_IF_ERROR(kernels::AttentionVariantFor(shape, smem_limit_).status());
@@ -209,6 +205,9 @@ absl::Status CudaBackend::Supports(const LayerSpec& layer) const {
 
 absl::StatusOr<kernels::AttentionVariant> CudaBackend::AttentionVariantOf(
     const StepLayer& layer) const {
+  // FP8_DS_MLA has the small tiles only (attention_dispatch.cuh); they fit
+  // wherever the large ones do (Supports checked the layer).
+  if (layer.format == Format::kFp8DsMla) return kernels::AttentionVariant::kSmall;
   return kernels::AttentionVariantFor(
       {layer.head_dim, layer.shared_kv, layer.format != Format::kFp32}, smem_limit_);
 }
