@@ -140,11 +140,18 @@ fn bundled() {
         .unwrap_or_else(|e| panic!("swacache-sys (bundled): cannot read {} ({e})", pc.display()));
     println!("cargo:rustc-link-search=native={}", out.display());
     println!("cargo:rustc-link-lib=static=swacache");
-    for line in text.lines() {
-        if let Some(flags) = line.strip_prefix("Libs.private:") {
-            emit_link_flags(flags, "static");
-        }
+    let private = text.lines().find_map(|line| line.strip_prefix("Libs.private:")).unwrap_or_default();
+    if !private.contains("-labsl_") {
+        // CMake found Abseil's CMake package but not its pkg-config files,
+        // so the static link list is incomplete: fail here, not in the linker.
+        panic!(
+            "swacache-sys (bundled): {} lists no Abseil libraries (Libs.private: {}): the static link needs \
+             Abseil's pkg-config files and the pkg-config command (Debian: apt-get install pkg-config libabsl-dev)",
+            pc.display(),
+            private.trim()
+        );
     }
+    emit_link_flags(private, "static");
     println!("cargo:lib_dir={}", out.display());
 }
 
