@@ -129,27 +129,48 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
       // panel stays hot while every tile of the block passes over it.
       for (int d0 = 0; d0 < d; d0 += kDepthSplit) {
         const int depth = std::min(kDepthSplit, d - d0);
-        for (int p = 0; p < lds; p += kTileCols) {
-          for (int tile = 0; tile < tiles; ++tile) {
-            const Range th = Intersect(ws.tile_hull[tile], c0 + p, c0 + p + kTileCols);
-            if (th.begin >= th.end) continue;
-            const int r0 = ws.tile_row0[tile];
-            // A panel the tile's hull meets in one half only (its first or
-            // last): that half alone. Scores outside the hull are never read.
-            int col = 0;
-            auto* gemm = kn.gemm;
-            if (kn.gemm_half != nullptr) {
-              const int half = c0 + p + kTileCols / 2;
-              if (th.end <= half) {
-                gemm = kn.gemm_half;
-              } else if (th.begin >= half) {
-                gemm = kn.gemm_half;
-                col = kTileCols / 2;
-              }
+        // The scores of one tile over one panel.
+        auto panel = [&](int tile, int p) {
+          const Range th = Intersect(ws.tile_hull[tile], c0 + p, c0 + p + kTileCols);
+          if (th.begin >= th.end) return;
+          const int r0 = ws.tile_row0[tile];
+          // A panel the tile's hull meets in one half only (its first or
+          // last): that half alone. Scores outside the hull are never read.
+          int col = 0;
+          auto* gemm = kn.gemm;
+          if (kn.gemm_half != nullptr) {
+            const int half = c0 + p + kTileCols / 2;
+            if (th.end <= half) {
+              gemm = kn.gemm_half;
+            } else if (th.begin >= half) {
+              gemm = kn.gemm_half;
+              col = kTileCols / 2;
             }
-            gemm(ws.tile_rows[tile], depth, q + static_cast<ptrdiff_t>(r0) * d + d0, d,
-                 kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols + col, kTileCols,
-                 s + static_cast<ptrdiff_t>(r0) * lds + p + col, lds, d0 > 0);
+          }
+          gemm(ws.tile_rows[tile], depth, q + static_cast<ptrdiff_t>(r0) * d + d0, d,
+               kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols + col, kTileCols,
+               s + static_cast<ptrdiff_t>(r0) * lds + p + col, lds, d0 > 0);
+        };
+        if (kn.gemm2 == nullptr) {
+          for (int p = 0; p < lds; p += kTileCols)
+            for (int tile = 0; tile < tiles; ++tile) panel(tile, p);
+          continue;
+        }
+        // Two adjacent panels that a tile's keys both meet in one Mx32 tile.
+        for (int p = 0; p < lds; p += 2 * kTileCols) {
+          for (int tile = 0; tile < tiles; ++tile) {
+            const Range th = Intersect(ws.tile_hull[tile], c0 + p, c0 + p + 2 * kTileCols);
+            if (p + kTileCols >= lds || th.begin >= c0 + p + kTileCols ||
+                th.end <= c0 + p + kTileCols) {
+              panel(tile, p);
+              if (p + kTileCols < lds) panel(tile, p + kTileCols);
+              continue;
+            }
+            const int r0 = ws.tile_row0[tile];
+            const float* b0 = kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols;
+            kn.gemm2(ws.tile_rows[tile], depth, q + static_cast<ptrdiff_t>(r0) * d + d0, d, b0,
+                     b0 + kTileCols * d, kTileCols, s + static_cast<ptrdiff_t>(r0) * lds + p, lds,
+                     d0 > 0);
           }
         }
       }
@@ -267,6 +288,24 @@ AttentionIsa Resolve(AttentionIsa isa) {
   return VdpBf16OutrunsFma() ? AttentionIsa::kBf16 : AttentionIsa::kAvx512;
 }
 
+// Which AVX-512 register tiles the FP32 kernels use, from what the CPU is:
+// Intel cores have two full-width 512-bit FMA ports, where the Mx16 tile's
+// one broadcast per FMA keeps the load ports, not the FMAs, busy (49% of the
+// FMA peak, issue 34): the Mx32 tiles there. AMD Zen 4 / 5 split a zmm FMA
+// over 256-bit halves and the Mx16 tile reaches 82-85% of their peak
+// (docs/perf/cpu-attention-2026-12-02.md): it stays. SWACACHE_AVX512_TILES=16
+// or 32 overrides (read once; for measuring).
+bool Avx512WideTiles() {
+  static const bool wide = [] {
+    const char* env = std::getenv("SWACACHE_AVX512_TILES");
+    const std::string want = env != nullptr ? env : "";
+    if (want == "16") return false;
+    if (want == "32") return true;
+    return CpuIsIntel();
+  }();
+  return wide;
+}
+
 bool IsBf16Isa(AttentionIsa isa) { return isa == AttentionIsa::kBf16 || isa == AttentionIsa::kAmx; }
 
 // The FP32 set of an ISA (kBf16, kAmx: AVX-512's, for problems without BF16
@@ -274,7 +313,7 @@ bool IsBf16Isa(AttentionIsa isa) { return isa == AttentionIsa::kBf16 || isa == A
 const AttentionKernels& SelectKernels(AttentionIsa isa) {
   isa = Resolve(isa);
   if ((isa == AttentionIsa::kAvx512 || IsBf16Isa(isa)) && Avx512KernelsAvailable())
-    return *Avx512AttentionKernels();
+    return Avx512WideTiles() ? *Avx512WideAttentionKernels() : *Avx512AttentionKernels();
   if (isa != AttentionIsa::kPortable && Avx2KernelsAvailable()) return *Avx2AttentionKernels();
   return PortableAttentionKernels();
 }

@@ -103,6 +103,93 @@ void GemmHalf(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdi
   });
 }
 
+// C[M x 32] (+)= A[M x k] [B0 | B1][k x 32] (two 16-column panels, rows ldb
+// apart in each), row i then times row_scale[i] unless nullptr. For cores
+// with two full-width 512-bit FMA ports (Intel): one broadcast of A feeds two
+// FMAs, so a k step is 2 + M loads for 2M FMAs (the Mx16 tile: 1 + M for M)
+// and the load ports keep up; 2M chains (M >= 4: at least 8, the ports'
+// 2 x 4-cycle latency), and even/odd k sets below 4 rows.
+template <int M>
+void GemmTile2(int k, const float* a, ptrdiff_t lda, const float* b0, const float* b1,
+               ptrdiff_t ldb, float* c, ptrdiff_t ldc, bool accumulate,
+               const float* row_scale = nullptr) {
+  constexpr bool kSplit = M < 4;
+  __m512 l[M], r[M], l2[kSplit ? M : 1], r2[kSplit ? M : 1];
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) {
+    l[i] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
+    r[i] = accumulate ? _mm512_loadu_ps(c + i * ldc + 16) : _mm512_setzero_ps();
+    if (kSplit) l2[i] = r2[i] = _mm512_setzero_ps();
+  }
+  int kk = 0;
+  if (kSplit) {
+    for (; kk + 2 <= k; kk += 2) {
+      const __m512 x0 = _mm512_loadu_ps(b0), y0 = _mm512_loadu_ps(b1);
+      const __m512 x1 = _mm512_loadu_ps(b0 + ldb), y1 = _mm512_loadu_ps(b1 + ldb);
+      b0 += 2 * ldb;
+      b1 += 2 * ldb;
+#pragma GCC unroll 3
+      for (int i = 0; i < M; ++i) {
+        const __m512 e = _mm512_set1_ps(a[i * lda + kk]);
+        const __m512 o = _mm512_set1_ps(a[i * lda + kk + 1]);
+        l[i] = _mm512_fmadd_ps(e, x0, l[i]);
+        r[i] = _mm512_fmadd_ps(e, y0, r[i]);
+        l2[i] = _mm512_fmadd_ps(o, x1, l2[i]);
+        r2[i] = _mm512_fmadd_ps(o, y1, r2[i]);
+      }
+    }
+  }
+  for (; kk < k; ++kk) {
+    const __m512 x = _mm512_loadu_ps(b0), y = _mm512_loadu_ps(b1);
+    b0 += ldb;
+    b1 += ldb;
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      const __m512 e = _mm512_set1_ps(a[i * lda + kk]);
+      l[i] = _mm512_fmadd_ps(e, x, l[i]);
+      r[i] = _mm512_fmadd_ps(e, y, r[i]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) {
+    __m512 x = l[i], y = r[i];
+    if (kSplit) {
+      x = _mm512_add_ps(x, l2[i]);
+      y = _mm512_add_ps(y, r2[i]);
+    }
+    if (row_scale != nullptr) {
+      const __m512 sc = _mm512_set1_ps(row_scale[i]);
+      x = _mm512_mul_ps(x, sc);
+      y = _mm512_mul_ps(y, sc);
+    }
+    _mm512_storeu_ps(c + i * ldc, x);
+    _mm512_storeu_ps(c + i * ldc + 16, y);
+  }
+}
+
+void Gemm2(int m, int k, const float* a, ptrdiff_t lda, const float* b0, const float* b1,
+           ptrdiff_t ldb, float* c, ptrdiff_t ldc, bool accumulate) {
+  ForTileRows(m, [&](auto rows) {
+    GemmTile2<rows.value>(k, a, lda, b0, b1, ldb, c, ldc, accumulate);
+  });
+}
+
+// gemm_pv with the Mx32 tile: two 16-column slabs at a time.
+void GemmPv2(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t slab, int cols,
+             float* c, ptrdiff_t ldc, bool accumulate, const float* row_scale) {
+  ForTileRows(m, [&](auto rows) {
+    int j = 0;
+    for (; j + 2 * kTileCols <= cols; j += 2 * kTileCols) {
+      const float* b0 = b + (j / kTileCols) * slab;
+      GemmTile2<rows.value>(k, a, lda, b0, b0 + slab, kTileCols, c + j, ldc, accumulate,
+                            row_scale);
+    }
+    if (j < cols)
+      GemmTile<Zmm, rows.value>(k, a, lda, b + (j / kTileCols) * slab, kTileCols, c + j, ldc,
+                                accumulate, row_scale);
+  });
+}
+
 // Same algorithm and constants as Exp4 in attention_kernels.cc and Exp8 in
 // attention_avx2.cc.
 inline __m512 Exp16(__m512 x) {
@@ -180,6 +267,14 @@ const AttentionKernels* Avx512AttentionKernels() {
   return &kAvx512;
 }
 
+const AttentionKernels* Avx512WideAttentionKernels() {
+  const AttentionKernels* avx2 = Avx2AttentionKernels();
+  if (avx2 == nullptr) return nullptr;
+  static const AttentionKernels kWide = {"avx512_wide", Gemm,     RowMax,  ExpSum, ScaleRow,
+                                         avx2->pack_kt, GemmHalf, GemmPv2, Gemm2};
+  return &kWide;
+}
+
 }  // namespace swa::cpu
 
 #else  // not x86-64
@@ -188,6 +283,7 @@ const AttentionKernels* Avx512AttentionKernels() {
 
 namespace swa::cpu {
 const AttentionKernels* Avx512AttentionKernels() { return nullptr; }
+const AttentionKernels* Avx512WideAttentionKernels() { return nullptr; }
 }  // namespace swa::cpu
 
 #endif

@@ -56,6 +56,14 @@ struct AttentionKernels {
   // would after (same bits).
   void (*gemm_pv)(int m, int k, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t slab,
                   int cols, float* c, ptrdiff_t ldc, bool accumulate, const float* row_scale);
+
+  // gemm over two 16-column B panels at once, or nullptr: C row i = 32
+  // floats at c + i * ldc, columns [0, 16) from b0, [16, 32) from b1 (rows
+  // ldb apart in each). Where a core has two full-width 512-bit FMA ports,
+  // one broadcast of A then feeds two FMAs (the score GEMM over two
+  // adjacent K^T panels that a register tile's keys both meet).
+  void (*gemm2)(int m, int k, const float* a, ptrdiff_t lda, const float* b0, const float* b1,
+                ptrdiff_t ldb, float* c, ptrdiff_t ldc, bool accumulate);
 };
 
 // Calls fn(std::integral_constant<int, M>{}) for M = clamp(m, 1, kTileRows):
@@ -136,6 +144,9 @@ const AttentionKernels* Avx2AttentionKernels();
 // The AVX-512 F set (its K^T packing is the AVX2 one's); nullptr when the
 // build has no x86-64 path; does not check the CPU.
 const AttentionKernels* Avx512AttentionKernels();
+// The AVX-512 F set with Mx32 register tiles (gemm2, a two-slab gemm_pv) for
+// cores with two full-width 512-bit FMA ports; nullptr as above.
+const AttentionKernels* Avx512WideAttentionKernels();
 // The AVX512-BF16 set; nullptr when the build has no x86-64 path; does not
 // check the CPU.
 const Bf16AttentionKernels* Avx512Bf16AttentionKernels();
