@@ -262,6 +262,25 @@ void PRow(const float* s, int b, int e, int width, uint16_t* dst) {
   }
 }
 
+// Whether one of rows [0, n) (row r at v + r * ld, d values; d a multiple
+// of 32) holds a NaN or an Inf: all exponent bits set.
+bool NonFiniteRows(const uint16_t* v, ptrdiff_t ld, int n, int d) {
+  const __m512i exp = _mm512_set1_epi16(0x7f80);
+  __mmask32 bad = 0;
+  for (int r = 0; r < n; ++r)
+    for (int e = 0; e < d; e += 32)
+      bad |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(_mm512_loadu_si512(v + r * ld + e), exp), exp);
+  return bad != 0;
+}
+bool NonFiniteRows(const float* v, ptrdiff_t ld, int n, int d) {
+  const __m512i exp = _mm512_set1_epi32(0x7f800000);
+  __mmask16 bad = 0;
+  for (int r = 0; r < n; ++r)
+    for (int e = 0; e < d; e += 16)
+      bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512(v + r * ld + e), exp), exp);
+  return bad != 0;
+}
+
 uint16_t* U16(FloatBuffer& b, size_t n) { return reinterpret_cast<uint16_t*>(b.Get((n + 1) / 2)); }
 
 // Keys [c0, c1) seen by rows [r0, r1) of the block.
@@ -293,9 +312,10 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   // A non-finite value in the band: 16-row tiles would multiply it by the
   // P = 0 of rows that do not see it. The AVX512-BF16 driver keeps such
   // values in the rows that see them (its row-by-row P.V).
-  for (int key = hull.begin; key < hull.end; ++key) {
-    const bool bad = tile16 ? NonFiniteRow(pr.v16 + head + key * ldkv, d)
-                            : NonFiniteRow(pr.v + head + key * ldkv, d);
+  if (hull.begin < hull.end) {
+    const int n = hull.end - hull.begin;
+    const bool bad = tile16 ? NonFiniteRows(pr.v16 + head + hull.begin * ldkv, ldkv, n, d)
+                            : NonFiniteRows(pr.v + head + hull.begin * ldkv, ldkv, n, d);
     if (bad) return RunBlockBf16(kb, kn, shape, pr, g, row0, row1, blocking, ws);
   }
 
