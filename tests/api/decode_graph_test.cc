@@ -521,6 +521,14 @@ TEST(DecodeGraph, CreateChecks) {
   args.q = args.k_new = dummy;
   std::vector<float> out(size_t(kDraft + 2) * 4 * 64, std::numeric_limits<float>::quiet_NaN());
   args.out = out.data();
+  // RoPE positions are host arrays a captured graph could not read: refused,
+  // naming the field, with nothing written.
+  const int32_t positions[kDraft + 2] = {};
+  args.positions = positions;
+  EXPECT_EQ(swa_decode_graph_step(g, &args), SWA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(swa_last_error()).find("positions"), std::string::npos);
+  for (float x : out) ASSERT_TRUE(std::isnan(x));
+  args.positions = nullptr;
   ASSERT_EQ(swa_decode_graph_step(g, &args), SWA_OK) << swa_last_error();
   for (float x : out) ASSERT_EQ(x, 0.0f);
   swa_decode_graph_destroy(g);
