@@ -164,3 +164,23 @@ def test_rope_apply_against_transformers():
     mine = sc.rope_apply(lay, x.copy(), POS)
     assert (mine[..., :448] == x[..., :448]).all()
     np.testing.assert_allclose(mine, want, rtol=0, atol=4e-6 * np.abs(want).max())
+
+
+def test_rope_apply_and_merge_on_a_cuda_device():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    lay = rope_layer(sc.RopeStyle.GPTJ, 32, 32, rope_yarn_factor=8.0)
+    x = torch.randn(len(POS), 2, 64)
+    host = sc.rope_apply(lay, x.clone(), POS)
+    dev = sc.rope_apply(lay, x.cuda(), torch.from_numpy(POS)).cpu()
+    # Host and device cosf/sinf may differ by an ulp or two.
+    torch.testing.assert_close(dev, host, rtol=1e-5, atol=1e-5)
+    back = sc.rope_apply(lay, dev.cuda(), POS, inverse=True).cpu()
+    af = sc.rope_table(lay)[1].attention_factor
+    scale = torch.from_numpy(np.where(_rot_mask(lay), af, 1.0).astype(np.float32))
+    torch.testing.assert_close(back, x * scale, rtol=2e-5, atol=2e-4)
+    a, b = torch.randn(5, 32), torch.randn(5, 32)
+    la, lb = torch.randn(5), torch.randn(5)
+    on_dev = sc.attention_merge(a.cuda(), la.cuda(), b.cuda(), lb.cuda()).cpu()
+    torch.testing.assert_close(on_dev, sc.attention_merge(a, la, b, lb), rtol=2e-6, atol=2e-6)
