@@ -1567,9 +1567,10 @@ SWA_API swa_status_t swa_cache_store_remove(swa_cache_t* cache, const uint8_t* k
 /** \brief Longest-prefix probe: of `n_keys` candidate keys of one request,
  *  ordered longest prefix first (one per checkpoint interval), find the first
  *  one the attached store holds. A store that can answer many keys in one
- *  round trip does (the Redis store: one pipeline of EXISTS commands); the
- *  others are asked key by key, stopping at the first hit (docs/store.md,
- *  "Longest-prefix probe").
+ *  round trip does (the Redis store: one pipeline of EXISTS commands; Redis
+ *  Cluster: one pipeline per master); the others (memory, directory, tiered,
+ *  an engine's table) are asked key by key, stopping at the first hit
+ *  (docs/store.md, "Longest-prefix probe").
  *  \warning Experimental: may change before 1.0.
  *  \param[in] cache The cache.
  *  \param[in] keys `n_keys` engine keys (prefixed like swa_slot_save() does),

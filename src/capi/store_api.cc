@@ -1,8 +1,11 @@
 // The store section of swacache.h, engine side: swa_kv_store_init,
-// swa_cache_set_store, swa_slot_save/restore, swa_cache_store_exists/remove.
+// swa_cache_set_store, swa_slot_save/restore, swa_cache_store_exists/remove/probe.
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <vector>
+
+#include "absl/strings/str_format.h"
 
 #include "capi/error.h"
 #include "capi/handles.h"
@@ -79,6 +82,35 @@ SWA_API swa_status_t swa_cache_store_exists(swa_cache_t* cache, const uint8_t* k
     SWA_ASSIGN_OR_RETURN(std::shared_ptr<swa::BlobStore> store, cache->impl->store());
     SWA_ASSIGN_OR_RETURN(bool found, store->Exists(k));
     *exists = found ? 1 : 0;
+    return absl::OkStatus();
+  });
+}
+
+SWA_API swa_status_t swa_cache_store_probe(swa_cache_t* cache, const uint8_t* const* keys,
+                                           const size_t* key_lens, uint32_t n_keys,
+                                           int32_t* found) {
+  return Guard([&]() -> absl::Status {
+    SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
+    SWA_CHECK_NOT_NULL(found);
+    constexpr uint32_t kMaxProbeKeys = 4096;
+    if (n_keys > kMaxProbeKeys)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "n_keys = %u exceeds the probe's limit of %u keys", n_keys, kMaxProbeKeys));
+    if (n_keys > 0) {
+      SWA_CHECK_NOT_NULL(keys);
+      SWA_CHECK_NOT_NULL(key_lens);
+    }
+    std::vector<std::string_view> views(n_keys);
+    for (uint32_t i = 0; i < n_keys; ++i) {
+      if (keys[i] == nullptr)
+        return absl::InvalidArgumentError(absl::StrFormat("keys[%u] is NULL", i));
+      views[i] = std::string_view(reinterpret_cast<const char*>(keys[i]), key_lens[i]);
+      if (absl::Status s = swa::BlobStore::CheckKey(views[i]); !s.ok())
+        return absl::InvalidArgumentError(absl::StrFormat("keys[%u]: %s", i, s.message()));
+    }
+    SWA_ASSIGN_OR_RETURN(std::shared_ptr<swa::BlobStore> store, cache->impl->store());
+    SWA_ASSIGN_OR_RETURN(int64_t first, store->FirstPresent(views));
+    *found = static_cast<int32_t>(first);
     return absl::OkStatus();
   });
 }

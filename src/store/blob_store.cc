@@ -1,5 +1,6 @@
 #include "store/blob_store.h"
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -49,6 +50,30 @@ absl::StatusOr<bool> BlobStore::Exists(std::string_view key) {
   const std::string full = FullKey(key);
   absl::StatusOr<bool> found = store_->Exists(full);
   if (!found.ok()) return Named(found.status(), "exists", full);
+  return found;
+}
+
+absl::StatusOr<int64_t> BlobStore::FirstPresent(absl::Span<const std::string_view> keys) {
+  std::vector<std::string> full;
+  full.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (absl::Status s = CheckKey(keys[i]); !s.ok())
+      return absl::Status(s.code(), absl::StrFormat("probe key %zu: %s", i, s.message()));
+    full.push_back(FullKey(keys[i]));
+  }
+  size_t failed = SIZE_MAX;  // a store that names no key
+  absl::StatusOr<int64_t> found = store_->FirstPresent(full, &failed);
+  if (!found.ok()) {
+    if (failed >= full.size())
+      return absl::Status(found.status().code(),
+                          absl::StrFormat("store probe: %s", found.status().message()));
+    return absl::Status(found.status().code(),
+                        absl::StrFormat("store probe: key %zu (\"%s\"): %s", failed,
+                                        PrintableKey(full[failed]), found.status().message()));
+  }
+  if (*found < -1 || *found >= static_cast<int64_t>(full.size()))
+    return absl::InternalError(absl::StrFormat(
+        "store probe: the store answered key %d of %zu", *found, full.size()));
   return found;
 }
 

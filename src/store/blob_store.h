@@ -37,6 +37,9 @@ class BlobStore {
   absl::StatusOr<BlobHeader> ReadBlob(std::string_view key, const BlobExpectation& expect,
                                       uint8_t* header_buf, uint8_t* payload_buf);
   absl::StatusOr<bool> Exists(std::string_view key);
+  // The index of the first of `keys` (engine keys, each checked) present, -1
+  // when none is (KvStore::FirstPresent); a store error names the key and its index.
+  absl::StatusOr<int64_t> FirstPresent(absl::Span<const std::string_view> keys);
   absl::Status Remove(std::string_view key);
 
   // The store's calls with the key prefixed and errors named.

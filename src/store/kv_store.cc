@@ -7,6 +7,19 @@
 
 namespace swa {
 
+absl::StatusOr<int64_t> KvStore::FirstPresent(absl::Span<const std::string> keys,
+                                              size_t* failed_key) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::StatusOr<bool> found = Exists(keys[i]);
+    if (!found.ok()) {
+      *failed_key = i;
+      return found.status();
+    }
+    if (*found) return static_cast<int64_t>(i);
+  }
+  return int64_t{-1};
+}
+
 uint64_t TotalBytes(absl::Span<const ConstByteSpan> pieces) {
   uint64_t total = 0;
   for (ConstByteSpan p : pieces) total += p.size();

@@ -36,6 +36,13 @@ class KvStore {
   virtual absl::StatusOr<bool> Exists(std::string_view key) = 0;
   // NOT_FOUND when there is no blob under `key`.
   virtual absl::Status Remove(std::string_view key) = 0;
+  // Longest-prefix probe: the index of the first of `keys` present, or -1 when
+  // none is. An error for a key before the first present one is returned, with
+  // that key's index in `*failed_key`; errors after it do not matter (a store
+  // may stop asking at the first hit). The default asks Exists key by key;
+  // stores with a batched round trip override it.
+  virtual absl::StatusOr<int64_t> FirstPresent(absl::Span<const std::string> keys,
+                                               size_t* failed_key);
 };
 
 // Total bytes of a scattered buffer.

@@ -35,6 +35,12 @@ class RedisNode {
     return pool_.Run(args, timeout, asking);
   }
 
+  // RedisConnectionPool::RunPipeline: every command sent before any reply is
+  // read (one round trip); failures name the node.
+  absl::StatusOr<std::vector<RedisReply>> RunPipeline(
+      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout) {
+    return pool_.RunPipeline(commands, timeout);
+  }
   // Closes every idle connection (after the node failed once, the others are
   // likely dead too).
   void DropIdle() { pool_.DropIdle(); }

@@ -278,6 +278,44 @@ absl::StatusOr<bool> RedisClusterStore::Exists(std::string_view key) {
   return (*r)->integer != 0;
 }
 
+absl::StatusOr<int64_t> RedisClusterStore::FirstPresent(absl::Span<const std::string> keys,
+                                                        size_t* failed_key) {
+  // answer[i]: 1 present, 0 absent, -1 not answered by a pipeline.
+  std::vector<int8_t> answer(keys.size(), -1);
+  std::shared_ptr<const SlotMap> map = CurrentMap();
+  std::vector<std::vector<size_t>> by_shard(map->shards.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int32_t shard = map->shard_of_slot[ClusterKeySlot(keys[i])];
+    if (shard >= 0) by_shard[static_cast<size_t>(shard)].push_back(i);
+  }
+  const absl::Duration timeout = absl::Milliseconds(options_.timeout_ms);
+  for (size_t s = 0; s < by_shard.size(); ++s) {
+    if (by_shard[s].empty() || map->shards[s].master == nullptr) continue;
+    std::vector<std::vector<std::string_view>> commands;
+    commands.reserve(by_shard[s].size());
+    for (size_t i : by_shard[s]) commands.push_back({"EXISTS", keys[i]});
+    absl::StatusOr<std::vector<RedisReply>> replies =
+        map->shards[s].master->RunPipeline(commands, timeout);
+    if (!replies.ok()) continue;  // these keys take the per-key path below
+    for (size_t j = 0; j < replies->size(); ++j) {
+      const redisReply& r = *(*replies)[j];
+      if (r.type == REDIS_REPLY_INTEGER) answer[by_shard[s][j]] = r.integer != 0 ? 1 : 0;
+    }
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (answer[i] < 0) {
+      absl::StatusOr<bool> found = Exists(keys[i]);
+      if (!found.ok()) {
+        *failed_key = i;
+        return found.status();
+      }
+      answer[i] = *found ? 1 : 0;
+    }
+    if (answer[i] == 1) return static_cast<int64_t>(i);
+  }
+  return int64_t{-1};
+}
+
 absl::Status RedisClusterStore::Remove(std::string_view key) {
   absl::StatusOr<RedisReply> r = Execute(key, {"DEL", key}, Access::kWrite);
   if (!r.ok()) return r.status();

@@ -51,6 +51,11 @@ class RedisClusterStore final : public KvStore {
   absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
+  // One pipeline of EXISTS per master (the keys its shard serves in the
+  // current map); a key whose reply is a redirect or an error, or whose node
+  // failed, is asked again through Exists() (redirects, retries, deadline).
+  absl::StatusOr<int64_t> FirstPresent(absl::Span<const std::string> keys,
+                                       size_t* failed_key) override;
 
   // Reloads the slot map now (from the known nodes, then the seeds).
   absl::Status Refresh();

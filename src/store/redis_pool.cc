@@ -136,6 +136,55 @@ absl::Status RedisConnectionPool::Open(absl::Duration timeout) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
+    const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout) {
+  std::vector<RedisReply> replies;
+  if (commands.empty()) return replies;
+  redisContext* c = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      c = idle_.back();
+      idle_.pop_back();
+    }
+  }
+  if (c == nullptr) {
+    absl::StatusOr<redisContext*> fresh = Connect(timeout);
+    if (!fresh.ok()) return fresh.status();
+    c = *fresh;
+  } else {
+    redisSetTimeout(c, SocketTimeout(timeout));
+  }
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const std::vector<std::string_view>& args : commands) {
+    argv.clear();
+    lens.clear();
+    for (std::string_view a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
+        REDIS_OK) {
+      absl::Status s = ConnectionStatus(c, errno, options_.name, args[0]);
+      redisFree(c);
+      return s;
+    }
+  }
+  replies.reserve(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
+      absl::Status s = ConnectionStatus(c, errno, options_.name, commands[i][0]);
+      redisFree(c);
+      return s;
+    }
+    replies.emplace_back(static_cast<redisReply*>(raw));
+  }
+  Return(c);
+  return replies;
+}
+
 absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::string_view>& args,
                                                     absl::Duration timeout, bool asking) {
   redisContext* c = nullptr;

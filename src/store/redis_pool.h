@@ -70,6 +70,13 @@ class RedisConnectionPool {
   absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, absl::Duration timeout,
                                  bool asking = false);
 
+  // Sends every command of `commands` on one connection before reading any
+  // reply (a pipeline: one round trip) and returns the replies in order, error
+  // replies included. A connection failure fails the whole call (UNAVAILABLE /
+  // DEADLINE_EXCEEDED as Run) and closes the connection.
+  absl::StatusOr<std::vector<RedisReply>> RunPipeline(
+      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout);
+
   // Closes every idle connection.
   void DropIdle();
 

@@ -66,6 +66,32 @@ absl::StatusOr<bool> RedisStore::Exists(std::string_view key) {
   return (*r)->integer != 0;
 }
 
+absl::StatusOr<int64_t> RedisStore::FirstPresent(absl::Span<const std::string> keys,
+                                                 size_t* failed_key) {
+  std::vector<std::vector<std::string_view>> commands;
+  commands.reserve(keys.size());
+  for (const std::string& k : keys) commands.push_back({"EXISTS", k});
+  absl::StatusOr<std::vector<RedisReply>> replies = pool_.RunPipeline(commands, timeout());
+  if (!replies.ok()) {
+    *failed_key = 0;  // no reply came back: the first key is unanswered
+    return replies.status();
+  }
+  for (size_t i = 0; i < replies->size(); ++i) {
+    const redisReply& r = *(*replies)[i];
+    if (r.type == REDIS_REPLY_ERROR) {
+      *failed_key = i;
+      return ErrorReplyStatus(ReplyText(r), "redis store EXISTS");
+    }
+    if (r.type != REDIS_REPLY_INTEGER) {
+      *failed_key = i;
+      return absl::UnknownError(
+          absl::StrFormat("redis store EXISTS: unexpected reply type %d", r.type));
+    }
+    if (r.integer != 0) return static_cast<int64_t>(i);
+  }
+  return int64_t{-1};
+}
+
 absl::Status RedisStore::Remove(std::string_view key) {
   absl::StatusOr<RedisReply> r = Command({"DEL", key});
   if (!r.ok()) return r.status();

@@ -34,6 +34,10 @@ class RedisStore final : public KvStore {
   absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
+  // One pipeline of EXISTS commands (one round trip; docs/store.md,
+  // "Longest-prefix probe").
+  absl::StatusOr<int64_t> FirstPresent(absl::Span<const std::string> keys,
+                                       size_t* failed_key) override;
 
  private:
   RedisStore(RedisStoreOptions options, RedisPoolOptions pool)
