@@ -71,10 +71,11 @@ uint64_t DecodeRowsWith(const RowKernels& k, Format format, uint32_t dim, size_t
   uint64_t bad = 0;
   const bool bf16_out = dst.dtype == Dtype::kBf16;
   if (format == Format::kFp8DsMla) {
+    const auto f32 = k.ds_mla_decode_f32 != nullptr ? k.ds_mla_decode_f32 : DsMlaDecodeF32;
+    const auto bf16 = k.ds_mla_decode_bf16 != nullptr ? k.ds_mla_decode_bf16 : DsMlaDecodeBf16;
     for (size_t i = 0; i < n; ++i)
-      bad += bf16_out
-                 ? DsMlaDecodeBf16(src.Row(i), static_cast<uint16_t*>(dst.data) + i * dst.stride)
-                 : DsMlaDecodeF32(src.Row(i), static_cast<float*>(dst.data) + i * dst.stride);
+      bad += bf16_out ? bf16(src.Row(i), static_cast<uint16_t*>(dst.data) + i * dst.stride)
+                      : f32(src.Row(i), static_cast<float*>(dst.data) + i * dst.stride);
     return bad;
   }
   if (format == Format::kMxfp8) {

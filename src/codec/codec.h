@@ -79,6 +79,10 @@ struct RowKernels {
                                     float* dst, size_t dst_stride);
   uint64_t (*mxfp8_decode_bf16_rows)(const uint8_t* src, size_t src_stride, uint32_t dim, size_t n,
                                      uint16_t* dst, size_t dst_stride);
+  // Optional (nullptr: the scalar DsMlaDecodeF32/DsMlaDecodeBf16 below):
+  // decode of one fp8_ds_mla record, the same values and count as those.
+  uint32_t (*ds_mla_decode_f32)(const uint8_t* src, float* dst);
+  uint32_t (*ds_mla_decode_bf16)(const uint8_t* src, uint16_t* dst);
 };
 
 const RowKernels& ScalarKernels();
@@ -106,7 +110,9 @@ uint32_t DecodeBlockScalarBf16(const uint8_t* codes, uint8_t scale, uint16_t* ds
 // fp8_ds_mla (dim 512 only; common/ds_mla_math.h): one vector. Encode counts
 // NoPE groups holding a NaN/Inf and 32-dim RoPE halves holding one; decode
 // counts groups with scale 0xFF and non-finite RoPE halves. Every kernel set
-// uses these scalar kernels.
+// encodes with these scalar kernels; the AVX2 set (and the AVX-512 set, which
+// takes its decode to FP32 from it) decodes with its own
+// (RowKernels::ds_mla_decode_*).
 uint32_t DsMlaEncodeF32(const float* src, uint8_t* dst);
 uint32_t DsMlaEncodeBf16(const uint16_t* src, uint8_t* dst);
 uint32_t DsMlaDecodeF32(const uint8_t* src, float* dst);

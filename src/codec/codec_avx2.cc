@@ -1,5 +1,5 @@
-// AVX2 + FMA + F16C kernels (MXFP8 decode, plain formats; encode lives in
-// mxfp8_encode_avx2.cc), bit-identical to the scalar reference
+// AVX2 + FMA + F16C kernels (MXFP8 and fp8_ds_mla decode, plain formats;
+// MXFP8 encode lives in mxfp8_encode_avx2.cc), bit-identical to the scalar reference
 // (tests/unit/codec_simd_test.cc checks that byte for byte).
 //
 // This file is compiled with -mavx2 -mfma -mf16c. It must not instantiate
@@ -378,6 +378,58 @@ uint32_t Bf16ToBf16(const uint16_t* src, uint32_t dim, uint16_t* dst) {
   return bad;
 }
 
+// ---- fp8_ds_mla (docs/codec.md, "fp8_ds_mla") -------------------------------
+//
+// A NoPE group is two blocks of 32 E4M3 codes under one scale byte, so each
+// half goes through the MXFP8 block paths above (the integer path, else F16C,
+// else the scalar reference: the same values as the scalar DecodeElement, bit
+// for bit); the RoPE dims are BF16 already. Counts as DsMlaDecodeF32 does: a
+// group whose scale is 0xFF, a 32-dim RoPE half holding a NaN or Inf.
+template <typename Out, typename Fast, typename Slow, typename Rope>
+SWA_AVX2_INLINE uint32_t DsMlaDecodeRow(const uint8_t* src, Out* dst, Fast fast, Slow slow,
+                                        Rope rope) {
+  uint32_t bad = 0;
+  for (uint32_t g = 0; g < kDsMlaGroups; ++g) {
+    const uint8_t scale = src[kDsMlaScaleOffset + g];
+    bad += scale == 0xFF ? 1 : 0;
+    const __m256i bias = _mm256_set1_epi16(static_cast<short>((scale - 7) << 7));
+    for (uint32_t h = 0; h < 2; ++h) {
+      const uint32_t d0 = g * kDsMlaGroup + h * kBlk;
+      const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + d0));
+      if (__builtin_expect(IntegerBlock(codes, scale), 1))
+        fast(src + d0, bias, dst + d0);
+      else
+        slow(src + d0, scale, dst + d0);  // its count is per block: the group counted above
+    }
+  }
+  for (uint32_t h = 0; h < kDsMlaRopeDims / kBlk; ++h) {
+    const uint8_t* in = src + kDsMlaRopeOffset + 2 * h * kBlk;
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32));
+    bad += NonFinite16(a, c);
+    rope(in, a, c, dst + kDsMlaNopeDims + h * kBlk);
+  }
+  return bad;
+}
+
+uint32_t DsMlaDecodeF32Avx2(const uint8_t* src, float* dst) {
+  return DsMlaDecodeRow(src, dst, FastF32(), SlowBlockF32,
+                        [](const uint8_t* in, __m256i, __m256i, float* out) {
+                          const uint16_t* h = reinterpret_cast<const uint16_t*>(in);
+                          for (int v = 0; v < 4; ++v)
+                            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * v),
+                                                WidenBf16(h + 8 * v));
+                        });
+}
+
+uint32_t DsMlaDecodeBf16Avx2(const uint8_t* src, uint16_t* dst) {
+  return DsMlaDecodeRow(src, dst, FastBf16(), SlowBlockBf16,
+                        [](const uint8_t*, __m256i a, __m256i c, uint16_t* out) {
+                          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), a);
+                          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), c);
+                        });
+}
+
 }  // namespace
 
 const RowKernels* Avx2Kernels() {
@@ -387,6 +439,7 @@ const RowKernels* Avx2Kernels() {
       "avx2",   Avx2Mxfp8EncodeF32, Avx2Mxfp8EncodeBf16, DecodeF32, DecodeBf16,
       F32ToF32, F32ToBf16, Bf16ToF32,  Bf16ToBf16,
       Avx2Mxfp8EncodeF32Rows, Avx2Mxfp8EncodeBf16Rows, DecodeF32Rows, DecodeBf16Rows,
+      DsMlaDecodeF32Avx2, DsMlaDecodeBf16Avx2,
   };
   return supported ? &kernels : nullptr;
 }

@@ -3,6 +3,7 @@
 // of every part, non-finite groups, the device block encoder against the CPU
 // codec, and the layout's refusals. Golden bytes from an independent numpy +
 // ml_dtypes oracle: tests/python/test_fp8_ds_mla_oracle.py.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -198,6 +199,86 @@ TEST(DsMlaCodec, KernelSetsAndDeviceBlockEncoderAgree) {
   }
   EXPECT_EQ(dev, want);
   EXPECT_EQ(bad, 1u);
+}
+
+// Decode: every kernel set gives the scalar reference's values, bit for bit,
+// and its counts, to FP32 and to BF16, on encoded records and on records of
+// random bytes (every scale byte, NaN and subnormal codes, NaN/Inf RoPE
+// values), one row at a time and in a batch with a row stride.
+TEST(DsMlaCodec, KernelSetsDecodeLikeTheScalarReference) {
+  std::mt19937 rng(11);
+  const int n = 96;
+  std::vector<uint8_t> rec(size_t(n) * kDsMlaBytes);
+  for (int i = 0; i < n; ++i) {
+    uint8_t* r = rec.data() + size_t(i) * kDsMlaBytes;
+    if (i % 3 == 0) {
+      for (uint32_t b = 0; b < kDsMlaBytes; ++b) r[b] = uint8_t(rng());  // any bytes
+    } else {
+      std::vector<float> x(kDsMlaDim);
+      const int e = int(rng() % 60) - 30;  // small vectors reach the 2^-13 floor
+      for (float& v : x) v = std::ldexp(float(int(rng() % 2001) - 1000) / 1000.0f, e);
+      if (i % 3 == 2) x[rng() % kDsMlaDim] = std::numeric_limits<float>::quiet_NaN();
+      codec::DsMlaEncodeF32(x.data(), r);
+    }
+  }
+  std::vector<float> want32(size_t(n) * kDsMlaDim);
+  std::vector<uint16_t> want16(size_t(n) * kDsMlaDim);
+  uint64_t want_bad32 = 0, want_bad16 = 0;
+  for (int i = 0; i < n; ++i) {
+    want_bad32 += codec::DsMlaDecodeF32(rec.data() + size_t(i) * kDsMlaBytes,
+                                        want32.data() + size_t(i) * kDsMlaDim);
+    want_bad16 += codec::DsMlaDecodeBf16(rec.data() + size_t(i) * kDsMlaBytes,
+                                         want16.data() + size_t(i) * kDsMlaDim);
+  }
+  EXPECT_GT(want_bad32, 0u);
+  EXPECT_EQ(want_bad16, want_bad32);
+  auto bits32 = [](const std::vector<float>& v) {
+    std::vector<uint32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), 4 * v.size());
+    return b;
+  };
+  int sets = 0;
+  for (const codec::RowKernels* k :
+       {&codec::ScalarKernels(), codec::Avx2Kernels(), codec::Avx512Kernels()}) {
+    if (k == nullptr) continue;
+    ++sets;
+    // Rows `stride` apart in the output (poisoned between them).
+    const size_t stride = kDsMlaDim + 32;
+    std::vector<float> got32(size_t(n) * stride, -7.0f);
+    std::vector<uint16_t> got16(size_t(n) * stride, 0xDEAD);
+    const uint64_t bad32 = codec::DecodeRowsWith(*k, Format::kFp8DsMla, kDsMlaDim, n,
+                                                 {rec.data(), kDsMlaBytes},
+                                                 {got32.data(), Dtype::kFp32, stride});
+    const uint64_t bad16 = codec::DecodeRowsWith(*k, Format::kFp8DsMla, kDsMlaDim, n,
+                                                 {rec.data(), kDsMlaBytes},
+                                                 {got16.data(), Dtype::kBf16, stride});
+    EXPECT_EQ(bad32, want_bad32) << k->name;
+    EXPECT_EQ(bad16, want_bad16) << k->name;
+    std::vector<float> rows32;
+    std::vector<uint16_t> rows16;
+    for (int i = 0; i < n; ++i) {
+      const size_t o = size_t(i) * stride;
+      rows32.insert(rows32.end(), got32.begin() + o, got32.begin() + o + kDsMlaDim);
+      rows16.insert(rows16.end(), got16.begin() + o, got16.begin() + o + kDsMlaDim);
+      EXPECT_EQ(got32[o + kDsMlaDim], -7.0f) << k->name << " wrote past row " << i;
+      EXPECT_EQ(got16[o + kDsMlaDim], 0xDEAD) << k->name << " wrote past row " << i;
+    }
+    EXPECT_EQ(bits32(rows32), bits32(want32)) << k->name;
+    EXPECT_EQ(rows16, want16) << k->name;
+    if (k->ds_mla_decode_f32 != nullptr) {  // the row kernels themselves
+      std::vector<float> one(kDsMlaDim);
+      std::vector<uint16_t> one16(kDsMlaDim);
+      for (int i = 0; i < n; ++i) {
+        const uint8_t* r = rec.data() + size_t(i) * kDsMlaBytes;
+        EXPECT_EQ(k->ds_mla_decode_f32(r, one.data()), codec::DsMlaDecodeF32(r, one.data()));
+        ASSERT_NE(k->ds_mla_decode_bf16, nullptr);
+        k->ds_mla_decode_bf16(r, one16.data());
+        EXPECT_TRUE(std::equal(one16.begin(), one16.end(), want16.begin() + size_t(i) * kDsMlaDim))
+            << k->name << " row " << i;
+      }
+    }
+  }
+  RecordProperty("kernel_sets", sets);
 }
 
 LayerSpec DsMlaLayer() {
