@@ -21,7 +21,9 @@ prefix-cache hit.
 The check: each request's greedy tokens equal transformers' generate() on the same
 prompt, and every logit the engine computed is within 1e-4 (FP32 KV) of the
 full-sequence forward pass; MXFP8 runs too and reports its error and agreement.
-Run: python engine.py [--model gpt-oss|deepseek-v4|all] [--format fp32|mxfp8|bf16|all]
+Run: python engine.py [--model gpt-oss|deepseek-v4|deepseek-v4-512|all]
+[--format fp32|mxfp8|bf16|fp8_ds_mla|all]. deepseek-v4-512 is the DeepSeek-V4 model at
+head_dim 512 (64 rotary dims), where FP8_DS_MLA runs too (docs/codec.md, "fp8_ds_mla").
 (docs/engine-guide.md walks through it step by step).
 """
 
@@ -317,16 +319,18 @@ def sink_attention(q, k, v, start, sinks, scale):
 # ---- DeepSeek-V4 ----------------------------------------------------------------------
 
 
-def tiny_deepseek_v4():
+def tiny_deepseek_v4(head_dim: int = 64, rotary_dims: int = 16):
     from transformers import DeepseekV4Config, DeepseekV4ForCausalLM
 
     torch.manual_seed(SEED)
     cfg = DeepseekV4Config(
         vocab_size=96, hidden_size=64, moe_intermediate_size=32, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=1, head_dim=64, q_lora_rank=32,
-        partial_rotary_factor=0.25,  # 16 rotary dims: the trailing [48, 64) of each head
+        num_attention_heads=4, num_key_value_heads=1, head_dim=head_dim, q_lora_rank=32,
+        # 16 rotary dims by default: the trailing [48, 64) of each head
+        partial_rotary_factor=rotary_dims / head_dim,
         num_experts_per_tok=2, n_routed_experts=4, n_shared_experts=1, hc_mult=2, o_groups=2,
-        o_lora_rank=16, index_n_heads=16, index_head_dim=32, index_topk=3, sliding_window=W,
+        o_lora_rank=16, index_n_heads=16, index_head_dim=max(32, 2 * rotary_dims), index_topk=3,
+        sliding_window=W,
         compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
         layer_types=["sliding_attention", "compressed_sparse_attention",
                      "heavily_compressed_attention", "compressed_sparse_attention"],
@@ -458,8 +462,25 @@ class DeepseekV4Adapter:
                           sinks=self.model.model.layers[li].self_attn.sinks.detach().contiguous())
 
 
+def tiny_deepseek_v4_512():
+    """The same model at DeepSeek-V4's real head shape: head_dim 512 with the 64 rotary
+    dims [448, 512), the one shape the FP8_DS_MLA record (584 B) holds."""
+    return tiny_deepseek_v4(head_dim=512, rotary_dims=64)
+
+
 MODELS = {"gpt-oss": (tiny_gpt_oss, GptOssAdapter),
-          "deepseek-v4": (tiny_deepseek_v4, DeepseekV4Adapter)}
+          "deepseek-v4": (tiny_deepseek_v4, DeepseekV4Adapter),
+          "deepseek-v4-512": (tiny_deepseek_v4_512, DeepseekV4Adapter)}
+# --model all: the two small models (deepseek-v4-512 runs when named).
+DEFAULT_MODELS = ["gpt-oss", "deepseek-v4"]
+
+
+def formats_for(kind: str, choice: str) -> List[str]:
+    """--format all: FP32 (checked) and MXFP8 (reported), plus FP8_DS_MLA (reported) for
+    the head_dim 512 model, the only one it can hold."""
+    if choice != "all":
+        return [choice]
+    return ["fp32", "mxfp8"] + (["fp8_ds_mla"] if kind == "deepseek-v4-512" else [])
 
 
 def run(kind: str, kv_format: sc.Format, verbose: bool = True) -> dict:
@@ -523,7 +544,7 @@ def run(kind: str, kv_format: sc.Format, verbose: bool = True) -> dict:
         eng.cache.close()
     # The check against transformers.
     report = {"format": kv_format.name, "requests": {}}
-    worst, all_equal = 0.0, True
+    worst, all_equal, agreed, generated, err_sum, n_pos = 0.0, True, 0, 0, 0.0, 0
     with torch.no_grad():
         for r in reqs:
             full = torch.tensor([r.prompt + r.generated[:-1]])
@@ -531,9 +552,11 @@ def run(kind: str, kv_format: sc.Format, verbose: bool = True) -> dict:
             ps = [p for p in sorted(r.logits) if p < full.shape[1]]
             errs = {p: float((r.logits[p] - ref[p]).abs().max()) for p in ps}
             err = max(errs.values())
+            err_sum, n_pos = err_sum + sum(errs.values()), n_pos + len(errs)
             if DEBUG and err > 1e-4:
                 print(r.rid, {p: f"{e:.2g}" for p, e in errs.items() if e > 1e-5})
             agree = sum(a == b for a, b in zip(r.generated, ref_tokens[r.rid]))
+            agreed, generated = agreed + agree, generated + len(r.generated)
             eq = r.generated == ref_tokens[r.rid]
             all_equal &= eq
             worst = max(worst, err)
@@ -541,6 +564,7 @@ def run(kind: str, kv_format: sc.Format, verbose: bool = True) -> dict:
                                              token_agreement=f"{agree}/{len(r.generated)}",
                                              positions_checked=len(ps))
     report.update(max_logit_err=worst, tokens_equal=all_equal, log=eng.log,
+                  token_agreement=f"{agreed}/{generated}", mean_logit_err=err_sum / max(n_pos, 1),
                   drafts=(eng.accepted, eng.drafted))
     if verbose:
         for line in eng.log:
@@ -554,14 +578,14 @@ def run(kind: str, kv_format: sc.Format, verbose: bool = True) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="all", choices=["gpt-oss", "deepseek-v4", "all"])
-    ap.add_argument("--format", default="all", choices=["fp32", "bf16", "mxfp8", "all"])
+    ap.add_argument("--model", default="all", choices=list(MODELS) + ["all"])
+    ap.add_argument("--format", default="all",
+                    choices=["fp32", "bf16", "mxfp8", "fp8_ds_mla", "all"])
     args = ap.parse_args(argv)
-    kinds = list(MODELS) if args.model == "all" else [args.model]
-    formats = ["fp32", "mxfp8"] if args.format == "all" else [args.format]
+    kinds = DEFAULT_MODELS if args.model == "all" else [args.model]
     ok = True
     for kind in kinds:
-        for f in formats:
+        for f in formats_for(kind, args.format):
             print(f"== {kind}, KV format {f.upper()}")
             rep = run(kind, sc.Format[f.upper()])
             if f == "fp32":
@@ -570,8 +594,10 @@ def main(argv=None) -> int:
                       f"{'OK' if good else 'FAILED'}")
                 ok &= good
             else:
-                print(f"  {f}: max logit error {rep['max_logit_err']:.3g}, tokens identical: "
-                      f"{rep['tokens_equal']} (reported, not required)")
+                print(f"  {f}: max logit error {rep['max_logit_err']:.3g} (mean over positions "
+                      f"{rep['mean_logit_err']:.3g}), tokens identical: "
+                      f"{rep['tokens_equal']} ({rep['token_agreement']} agree; reported, "
+                      f"not required)")
     return 0 if ok else 1
 
 
