@@ -285,7 +285,15 @@ absl::Status SlotTable::SetValidStart(uint32_t slot, int32_t valid_start) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ReplayRange> SlotTable::BeginReplay(uint32_t slot, int32_t window,
+int32_t ExactReplaySpan(uint32_t window, uint32_t sliding_layers, bool need_last_output) {
+  const int64_t per_layer = window > 0 ? int64_t{window} - 1 : 0;
+  // Both factors < 2^32: the product fits in 64 bits unsigned; clamp first.
+  const uint64_t span = static_cast<uint64_t>(per_layer) * sliding_layers +
+                        (need_last_output ? 1u : 0u);
+  return span > static_cast<uint64_t>(INT32_MAX) ? INT32_MAX : static_cast<int32_t>(span);
+}
+
+absl::StatusOr<ReplayRange> SlotTable::BeginReplay(uint32_t slot, int32_t span,
                                                    int32_t hit_len) {
   if (hit_len < 0)
     return absl::InvalidArgumentError(absl::StrFormat("hit_len = %d is negative", hit_len));
@@ -299,7 +307,7 @@ absl::StatusOr<ReplayRange> SlotTable::BeginReplay(uint32_t slot, int32_t window
         "needs a fresh or reset slot",
         slot, st.valid_start, st.written_end - 1, st.written_end, st.valid_start));
   ReplayRange r;
-  r.start = hit_len > window ? hit_len - window : 0;
+  r.start = hit_len > span ? hit_len - span : 0;
   r.len = hit_len - r.start;
   st.valid_start = r.start;
   st.written_end = r.start;

@@ -49,9 +49,14 @@ struct SlotState {
 
 // What swa_slot_begin_replay reports: the positions to re-run.
 struct ReplayRange {
-  int32_t start = 0;  // max(0, H - W)
+  int32_t start = 0;  // max(0, H - span)
   int32_t len = 0;    // H - start
 };
+
+// The exact replay span (docs/semantics.md, "Exact replay"): L * (W - 1), plus
+// one when the output at the last prefix position is needed; saturates at
+// INT32_MAX (a span that long covers every int32 prefix).
+int32_t ExactReplaySpan(uint32_t window, uint32_t sliding_layers, bool need_last_output);
 
 // O(1) alloc/free from a LIFO free list; every method locks `mu()` itself
 // except the *Locked ones, which the planner calls while holding it to check
@@ -71,9 +76,10 @@ class SlotTable {
   // Raises an allocated slot's valid_start; lowering it is FAILED_PRECONDITION.
   absl::Status SetValidStart(uint32_t slot, int32_t valid_start) ABSL_LOCKS_EXCLUDED(mu_);
   // Prepares a slot holding no valid position (written_end <= valid_start) for
-  // a prefill of positions max(0, H - W) ... H - 1: valid_start = written_end =
-  // ring_high = start.
-  absl::StatusOr<ReplayRange> BeginReplay(uint32_t slot, int32_t window, int32_t hit_len)
+  // a prefill of positions max(0, H - span) ... H - 1: valid_start =
+  // written_end = ring_high = start. `span` is W for the approximate replay,
+  // ExactReplaySpan() for the exact one.
+  absl::StatusOr<ReplayRange> BeginReplay(uint32_t slot, int32_t span, int32_t hit_len)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // The slot's generation, asked by a restore before its store I/O;
