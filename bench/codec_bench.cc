@@ -1,4 +1,5 @@
-// MXFP8 codec throughput, single thread, next to memcpy in the same run.
+// MXFP8 codec throughput, single thread, next to memcpy in the same run; and
+// the fp8_ds_mla (584-byte) decode the CPU step runs on its rings.
 //
 // One iteration handles a tile of 128 vectors of 512 values (the CPU
 // attention's unit of work: 128 ring rows of 528 bytes). Baselines:
@@ -39,8 +40,10 @@ struct Data {
   std::vector<float> out_f32;
   std::vector<uint16_t> out_bf16;
   std::vector<uint8_t> copy_dst;
+  std::vector<uint8_t> ds_rows;  // the same vectors as fp8_ds_mla records
   Data() : f32(kRows * kDim), bf16(kRows * kDim), rows(kRows * kVecBytes),
-           out_f32(kRows * kDim), out_bf16(kRows * kDim), copy_dst(kRows * kDim * 4) {
+           out_f32(kRows * kDim), out_bf16(kRows * kDim), copy_dst(kRows * kDim * 4),
+           ds_rows(kRows * swa::kDsMlaBytes) {
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (size_t i = 0; i < f32.size(); ++i) {
@@ -51,6 +54,8 @@ struct Data {
     }
     EncodeRowsWith(ScalarKernels(), Format::kMxfp8, ScaleMode::kCeil, kDim, kRows,
                    {f32.data(), Dtype::kFp32, kDim}, {rows.data(), kVecBytes});
+    EncodeRowsWith(ScalarKernels(), Format::kFp8DsMla, ScaleMode::kCeil, kDim, kRows,
+                   {f32.data(), Dtype::kFp32, kDim}, {ds_rows.data(), swa::kDsMlaBytes});
   }
 };
 
@@ -97,6 +102,21 @@ void Decode(benchmark::State& state, Set set, Dtype dtype) {
   state.SetBytesProcessed(state.iterations() * kRows * kDim * (dtype == Dtype::kFp32 ? 4 : 2));
 }
 
+void DecodeDsMla(benchmark::State& state, Set set, Dtype dtype) {
+  const RowKernels* k = Kernels(set);
+  if (k == nullptr) return state.SkipWithError("kernel set not available on this CPU");
+  Data& d = D();
+  void* dst = dtype == Dtype::kFp32 ? static_cast<void*>(d.out_f32.data()) : d.out_bf16.data();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(DecodeRowsWith(*k, Format::kFp8DsMla, kDim, kRows,
+                                            {d.ds_rows.data(), swa::kDsMlaBytes},
+                                            {dst, dtype, kDim}));
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  state.SetBytesProcessed(state.iterations() * kRows * kDim * (dtype == Dtype::kFp32 ? 4 : 2));
+}
+
 // memcpy of `bytes_per_vector` per row, row by row like the codec.
 void Memcpy(benchmark::State& state, size_t bytes_per_vector) {
   Data& d = D();
@@ -126,6 +146,11 @@ BENCHMARK_CAPTURE(Decode, f32_scalar, Set::kScalar, Dtype::kFp32);
 BENCHMARK_CAPTURE(Decode, bf16_avx512, Set::kAvx512, Dtype::kBf16);
 BENCHMARK_CAPTURE(Decode, bf16_avx2, Set::kAvx2, Dtype::kBf16);
 BENCHMARK_CAPTURE(Decode, bf16_scalar, Set::kScalar, Dtype::kBf16);
+BENCHMARK_CAPTURE(DecodeDsMla, f32_avx512, Set::kAvx512, Dtype::kFp32);
+BENCHMARK_CAPTURE(DecodeDsMla, f32_avx2, Set::kAvx2, Dtype::kFp32);
+BENCHMARK_CAPTURE(DecodeDsMla, f32_scalar, Set::kScalar, Dtype::kFp32);
+BENCHMARK_CAPTURE(DecodeDsMla, bf16_avx2, Set::kAvx2, Dtype::kBf16);
+BENCHMARK_CAPTURE(DecodeDsMla, bf16_scalar, Set::kScalar, Dtype::kBf16);
 
 // Remembers each run's time per iteration for the summary.
 class Recorder : public benchmark::ConsoleReporter {
@@ -163,6 +188,9 @@ int main(int argc, char** argv) {
       {"Decode/f32_scalar", "Memcpy/bytes_2048", 0},    {"Decode/f32_avx2", "Memcpy/bytes_528", 0},
       {"Decode/bf16_avx512", "Memcpy/bytes_1024", 0.7}, {"Decode/bf16_avx2", "Memcpy/bytes_1024", 0.7},
       {"Decode/bf16_scalar", "Memcpy/bytes_1024", 0},
+      {"DecodeDsMla/f32_avx512", "Memcpy/bytes_2048", 0}, {"DecodeDsMla/f32_avx2", "Memcpy/bytes_2048", 0},
+      {"DecodeDsMla/f32_scalar", "Memcpy/bytes_2048", 0}, {"DecodeDsMla/bf16_avx2", "Memcpy/bytes_1024", 0},
+      {"DecodeDsMla/bf16_scalar", "Memcpy/bytes_1024", 0},
   };
   std::printf("\nSummary (512-wide vectors, %zu per iteration, one thread; ratio = memcpy time / codec time)\n",
               kRows);
