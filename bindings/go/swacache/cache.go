@@ -29,10 +29,17 @@ type Cache struct {
 // cacheState is what Close frees; it holds no reference to the Cache so a
 // finalizer on the Cache can run.
 type cacheState struct {
-	mu     sync.RWMutex // Read-held by every call, write-held by Close.
-	ptr    *C.swa_cache_t
-	layers []LayerDesc // A copy of the configuration's layers, for length checks.
-	host   bool        // The pool is host memory (CPU backend): Step may pass slices.
+	// Calls in flight are counted, not read-locked: a call that starts while
+	// Close waits fails with ErrClosed at once instead of queueing behind it,
+	// so a store callback that calls its cache during a pending Close cannot
+	// deadlock.
+	mu      sync.Mutex // Guards ptr, calls and closing.
+	idle    sync.Cond  // On mu: calls dropped to 0, or a Close finished.
+	calls   int        // Calls in flight (acquire ... release).
+	closing bool       // A Close waits for the calls or destroys.
+	ptr     *C.swa_cache_t
+	layers  []LayerDesc // A copy of the configuration's layers, for length checks.
+	host    bool        // The pool is host memory (CPU backend): Step may pass slices.
 
 	plansMu sync.Mutex
 	plans   map[*planState]struct{}
@@ -131,6 +138,7 @@ func NewCache(cfg Config) (*Cache, error) {
 	}
 	s := &cacheState{ptr: ptr, layers: append([]LayerDesc(nil), cfg.Layers...),
 		plans: make(map[*planState]struct{})}
+	s.idle.L = &s.mu
 	if len(cfg.Layers) > 0 {
 		var v C.swa_tensor_view_t
 		v.struct_size = C.sizeof_swa_tensor_view_t
@@ -169,10 +177,20 @@ func (c *Cache) Close() error {
 
 func (s *cacheState) close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	for s.closing { // Another Close runs: wait for it to finish.
+		s.idle.Wait()
+	}
 	if s.ptr == nil {
+		s.mu.Unlock()
 		return
 	}
+	s.closing = true // New calls fail from here.
+	for s.calls > 0 {
+		s.idle.Wait()
+	}
+	ptr := s.ptr
+	s.mu.Unlock()
+
 	s.plansMu.Lock()
 	plans := s.plans
 	s.plans = nil
@@ -180,25 +198,53 @@ func (s *cacheState) close() {
 	for p := range plans {
 		p.destroy()
 	}
-	C.swa_cache_destroy(s.ptr)
+	C.swa_cache_destroy(ptr)
+
+	s.mu.Lock()
 	s.ptr = nil
+	s.closing = false
+	s.idle.Broadcast()
+	s.mu.Unlock()
 }
 
-// acquire read-locks the cache and returns its pointer, or ErrClosed.
-// The caller must call release (s.mu.RUnlock) when the C call returned.
+// acquire counts a call in flight and returns the cache's pointer, or
+// ErrClosed once Close has begun. The caller must call release when the C
+// call returned.
 func (s *cacheState) acquire() (*C.swa_cache_t, error) {
 	if s == nil { // A zero Cache.
 		return nil, nilHandleError("Cache", "NewCache")
 	}
-	s.mu.RLock()
-	if s.ptr == nil {
-		s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil || s.closing {
 		return nil, closedError("cache")
 	}
+	s.calls++
 	return s.ptr, nil
 }
 
-func (s *cacheState) release() { s.mu.RUnlock() }
+// pin is acquire for Plan.Close: it waits for a running Close instead of
+// failing, and reports false when the cache is gone (its plans with it).
+func (s *cacheState) pin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.closing {
+		s.idle.Wait()
+	}
+	if s.ptr == nil {
+		return false
+	}
+	s.calls++
+	return true
+}
+
+func (s *cacheState) release() {
+	s.mu.Lock()
+	if s.calls--; s.calls == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
 
 // Layout reads the whole-slot layout (swa_cache_layout). Thread-safe.
 func (c *Cache) Layout() (Layout, error) {

@@ -127,9 +127,10 @@ func (p *Plan) Close() error {
 	}
 	runtime.SetFinalizer(p, nil)
 	cs := p.c.s
-	cs.mu.RLock() // The cache must outlive the plan's destroy.
-	defer cs.mu.RUnlock()
-	p.s.destroy()
+	if cs.pin() { // The cache must outlive the plan's destroy.
+		p.s.destroy()
+		cs.release()
+	} // else Cache.Close destroyed the plan with the cache.
 	cs.plansMu.Lock()
 	if cs.plans != nil {
 		delete(cs.plans, p.s)

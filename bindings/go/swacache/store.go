@@ -65,10 +65,14 @@ import (
 // with the cache's layout fingerprint ("0123456789abcdef:" + engine key).
 //
 // The key and blob slices passed in are fresh Go copies of the library's
-// borrowed buffers: a store may keep them. Methods run synchronously on the
-// goroutine that called Save, Restore, StoreExists or StoreRemove, and
-// concurrently when those are called from several goroutines, so an
-// implementation must be safe for concurrent use. A returned *Error keeps
+// borrowed buffers: a store may keep them. Each call runs on a goroutine of
+// its own while the goroutine that called Save, Restore, StoreExists or
+// StoreRemove waits for it (so that a panic(nil) or runtime.Goexit in it is
+// reported as INTERNAL rather than lost or hung), and concurrently when those
+// are called from several goroutines, so an implementation must be safe for
+// concurrent use. A callback may call its cache (a Close of it is refused
+// with FAILED_PRECONDITION; any call during another goroutine's pending Close
+// gets ErrClosed). A returned *Error keeps
 // its code (wrap a sentinel, e.g. fmt.Errorf("...: %w", ErrNotFound), or
 // return one); any other error becomes UNKNOWN, and a panic becomes INTERNAL
 // with the panic text, in both cases with the text as the library's message.

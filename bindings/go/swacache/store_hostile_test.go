@@ -208,3 +208,61 @@ func TestCloseFromInsideAStoreCallbackOfTheSameCacheIsRefused(t *testing.T) {
 		t.Errorf("AllocSlot after Close: %v, want ErrClosed", err)
 	}
 }
+
+// callingStore's Put calls its cache once another goroutine's Close waits
+// for the Save that runs the Put.
+type callingStore struct {
+	mapStore
+	c   *Cache
+	err error
+}
+
+func (s *callingStore) Put(key, blob []byte) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.c.s.mu.Lock()
+		closing := s.c.s.closing
+		s.c.s.mu.Unlock()
+		if closing || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, s.err = s.c.AllocSlot()
+	return s.mapStore.Put(key, blob)
+}
+
+func TestACallbackCallingItsCacheDuringAPendingCloseDoesNotDeadlock(t *testing.T) {
+	c := newTestCache(t, FormatFP32)
+	slot, _ := c.AllocSlot()
+	store := &callingStore{mapStore: mapStore{m: map[string][]byte{}}, c: c}
+	if err := c.SetStore(store); err != nil {
+		t.Fatal(err)
+	}
+	saved := make(chan error, 1)
+	go func() { saved <- c.Save(slot, []byte("k")) }()
+	for { // wait until the Save is inside the library
+		c.s.mu.Lock()
+		inside := c.s.calls > 0
+		c.s.mu.Unlock()
+		if inside {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	for i, ch := range []chan error{saved, closed} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("%s: %v", []string{"Save", "Close"}[i], err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("deadlock: the callback's call waited behind the pending Close")
+		}
+	}
+	if !errors.Is(store.err, ErrClosed) {
+		t.Errorf("the callback's AllocSlot during the pending Close: %v, want ErrClosed", store.err)
+	}
+}

@@ -209,11 +209,12 @@ func swagoStoreRemove(h C.uintptr_t, key *C.uint8_t, keyLen C.size_t, msg *C.cha
 
 //export swagoStoreRelease
 func swagoStoreRelease(h C.uintptr_t) {
-	s, _ := storeOf(h)
+	s, cs := storeOf(h)
 	cgo.Handle(h).Delete()
 	if r, ok := s.(StoreReleaser); ok {
-		// Release cannot report: a panic or Goexit in it is dropped. It may
-		// run inside Close, so it is not registered as a callback of the cache.
-		callStore(nil, nil, 0, func() C.int { r.Release(); return 0 })
+		// Release cannot report: a panic or Goexit in it is dropped. A Close
+		// of the cache from inside it (it may run inside that very Close) is
+		// refused like one from any other callback.
+		callStore(cs, nil, 0, func() C.int { r.Release(); return 0 })
 	}
 }
