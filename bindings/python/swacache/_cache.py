@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from ctypes import byref, c_int32, c_uint32, c_void_p, sizeof
+from ctypes import byref, c_char_p, c_int32, c_size_t, c_uint32, c_void_p, sizeof
 from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
@@ -62,8 +62,18 @@ class Slot(int):
     def begin_replay(self, hit_len: int) -> Tuple[int, int]:
         return self._cache.begin_replay(self, hit_len)
 
+    def begin_replay_exact(self, hit_len: int, sliding_layers: int = 0,
+                           need_last_output: bool = False) -> Tuple[int, int]:
+        return self._cache.begin_replay_exact(self, hit_len, sliding_layers, need_last_output)
+
+    def checkpoint_range(self) -> Tuple[int, int]:
+        return self._cache.checkpoint_range(self)
+
     def save(self, key: Union[bytes, str]) -> None:
         self._cache.save(self, key)
+
+    def save_at(self, position: int, key: Union[bytes, str]) -> None:
+        self._cache.save_at(self, position, key)
 
     def restore(self, key: Union[bytes, str]) -> None:
         self._cache.restore(self, key)
@@ -258,6 +268,25 @@ class Cache:
                                           _i32("hit_len", hit_len), byref(a), byref(b)))
         return a.value, b.value
 
+    def begin_replay_exact(self, slot: int, hit_len: int, sliding_layers: int = 0,
+                           need_last_output: bool = False) -> Tuple[int, int]:
+        """``swa_slot_begin_replay_exact``: prepare an exact replay of
+        ``L * (W - 1)`` positions (+1 with ``need_last_output``; ``sliding_layers``
+        0 = the cache's layer count); returns ``(replay_start, replay_len)``."""
+        a, b = c_int32(), c_int32()
+        _check(self._call(_lib.swa_slot_begin_replay_exact, _u32("slot", slot),
+                          _i32("hit_len", hit_len), _u32("sliding_layers", sliding_layers),
+                          1 if need_last_output else 0, byref(a), byref(b)))
+        return a.value, b.value
+
+    def checkpoint_range(self, slot: int) -> Tuple[int, int]:
+        """``swa_slot_checkpoint_range``: ``(lo, hi)``, the positions
+        :meth:`save_at` accepts now (``lo > hi``: none)."""
+        lo, hi = c_int32(), c_int32()
+        _check(self._call(_lib.swa_slot_checkpoint_range, _u32("slot", slot), byref(lo),
+                          byref(hi)))
+        return lo.value, hi.value
+
     # -- plans and steps
     def plan(self, *, index_pad: IndexPad = IndexPad.NEG1, materialize_index: bool = True,
              options: bool = True) -> "Plan":
@@ -370,6 +399,26 @@ class Cache:
         e = c_uint32()
         _check(self._call(_lib.swa_cache_store_exists, k, len(k), byref(e)))
         return bool(e.value)
+
+    def save_at(self, slot: int, position: int, key: Union[bytes, str]) -> None:
+        """``swa_slot_save_at``: save a checkpoint, the slot as it stood at
+        ``position`` (within :meth:`checkpoint_range`; else OutOfRangeError
+        naming the range, nothing written)."""
+        k = _key("key", key)
+        _check(self._call(_lib.swa_slot_save_at, _u32("slot", slot),
+                          _i32("position", position), k, len(k)))
+
+    def store_probe(self, keys: "List[Union[bytes, str]]") -> int:
+        """``swa_cache_store_probe`` (experimental): the index of the first of
+        ``keys`` (longest prefix first) that the store holds, or -1."""
+        ks = [_key(f"keys[{i}]", k) for i, k in enumerate(keys)]
+        n = len(ks)
+        arr = (c_char_p * max(n, 1))(*ks)
+        lens = (c_size_t * max(n, 1))(*[len(k) for k in ks])
+        found = c_int32(-1)
+        _check(self._call(_lib.swa_cache_store_probe, arr, lens, _u32("len(keys)", n),
+                          byref(found)))
+        return found.value
 
     def store_remove(self, key: Union[bytes, str]) -> None:
         """``swa_cache_store_remove`` (experimental)."""
