@@ -1346,6 +1346,27 @@ SWA_API swa_status_t swa_mxfp8_decode(const uint8_t* src, size_t n_vectors, uint
  *  \note Thread-safe. */
 SWA_API const char* swa_codec_cpu_path(void);
 
+/** \brief Name of the CPU attention path swa_step() takes in this process for
+ *  queries of `q_dtype` (docs/cpu_attention.md, "Paths").
+ *
+ *  SWA_DTYPE_BF16 (on an MXFP8 or BF16 layer without RoPE; other layers take
+ *  the FP32 path): "amx_bf16" (AMX-BF16 tiles), "avx512_bf16" (AVX512-BF16),
+ *  or the FP32 path's name where BF16 queries are widened to FP32 (a CPU
+ *  without those, or an Intel CPU without usable AMX, whose vdpbf16ps is
+ *  slower than its FP32 FMAs). SWA_DTYPE_FP32: "avx512_wide" (AVX-512 with
+ *  32-column register tiles, Intel), "avx512", "avx2_fma" or "portable".
+ *  Decided from the CPU, the tile data Linux grants this process for AMX
+ *  (asked for once, by this call or the first step that could use it) and
+ *  SWACACHE_ATTENTION ("portable", "avx2", "avx512", "bf16", "amx"; read
+ *  once).
+ *  \warning Experimental: may change before 1.0.
+ *  \param[in] q_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16.
+ *  \param[out] name A static string (never freed, never NULL on success).
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for another q_dtype or a NULL name
+ *  (then *name is unchanged).
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_attention_cpu_path(swa_dtype_t q_dtype, const char** name);
+
 /* ---- Store -------------------------------------------------------------- */
 
 /** \brief Most bytes of an engine key passed to swa_slot_save() and friends. */

@@ -147,6 +147,9 @@ static inline swago_ret swago_store_remove(swa_cache_t* c, const uint8_t* k, siz
 static inline swago_ret swago_format_vector_bytes(uint32_t f, uint32_t dim, uint32_t* out) {
   return swago_r(swa_format_vector_bytes((swa_format_t)f, dim, out));
 }
+static inline swago_ret swago_attention_cpu_path(uint32_t dt, const char** name) {
+  return swago_r(swa_attention_cpu_path((swa_dtype_t)dt, name));
+}
 static inline swago_ret swago_codec_encode(uint32_t f, uint32_t mode, const void* src, uint32_t dt,
                                     size_t n, uint32_t dim, void* dst, uint64_t* nf) {
   return swago_r(swa_codec_encode((swa_format_t)f, (swa_scale_mode_t)mode, src, (swa_dtype_t)dt,

@@ -21,6 +21,18 @@ func FormatVectorBytes(f Format, dim uint32) (uint32, error) {
 // "scalar" (swa_codec_cpu_path). Experimental in the C API. Thread-safe.
 func CodecCPUPath() string { return C.GoString(C.swa_codec_cpu_path()) }
 
+// AttentionCPUPath names the CPU attention path Step takes for queries of
+// qDtype (swa_attention_cpu_path): "amx_bf16", "avx512_bf16", "avx512_wide",
+// "avx512", "avx2_fma" or "portable" (docs/cpu_attention.md, "Paths").
+// Experimental in the C API. Thread-safe.
+func AttentionCPUPath(qDtype Dtype) (string, error) {
+	var name *C.char
+	if err := result(C.swago_attention_cpu_path(C.uint32_t(qDtype), &name)); err != nil {
+		return "", err
+	}
+	return C.GoString(name), nil
+}
+
 func bytesPtr(b []byte) unsafe.Pointer {
 	if len(b) == 0 {
 		return emptyPtr()

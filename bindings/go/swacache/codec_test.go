@@ -13,6 +13,16 @@ func TestCodec(t *testing.T) {
 	if p := CodecCPUPath(); p != "avx512" && p != "avx2" && p != "scalar" {
 		t.Fatalf("CodecCPUPath() = %q", p)
 	}
+	fp32, err := AttentionCPUPath(DtypeFP32)
+	if err != nil || (fp32 != "avx512_wide" && fp32 != "avx512" && fp32 != "avx2_fma" && fp32 != "portable") {
+		t.Fatalf("AttentionCPUPath(FP32) = %q, %v", fp32, err)
+	}
+	if p, err := AttentionCPUPath(DtypeBF16); err != nil || (p != "amx_bf16" && p != "avx512_bf16" && p != fp32) {
+		t.Fatalf("AttentionCPUPath(BF16) = %q, %v", p, err)
+	}
+	if _, err := AttentionCPUPath(Dtype(9)); err == nil {
+		t.Fatal("AttentionCPUPath(9) succeeded")
+	}
 	for f, want := range map[Format]uint32{FormatMXFP8: 64 + 2, FormatBF16: 128, FormatFP32: 256} {
 		if n, err := FormatVectorBytes(f, 64); err != nil || n != want {
 			t.Fatalf("FormatVectorBytes(%d, 64) = %d, %v", f, n, err)

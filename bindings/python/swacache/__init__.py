@@ -23,6 +23,7 @@ Quick start::
 from ._lib import HEADER_VERSION, HEADER_VERSION_NUMBER, LibraryNotFoundError, VersionMismatchError
 from ._cache import Cache, Slot
 from ._codec import (
+    attention_cpu_path,
     codec_cpu_path,
     decode,
     encode,

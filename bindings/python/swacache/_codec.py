@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctypes import byref, c_uint32, c_uint64
+from ctypes import byref, c_char_p, c_uint32, c_uint64
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -26,6 +26,15 @@ def format_vector_bytes(format: Format, dim: int) -> int:
 def codec_cpu_path() -> str:
     """``swa_codec_cpu_path``: "avx512", "avx2" or "scalar"."""
     return _lib.swa_codec_cpu_path().decode()
+
+
+def attention_cpu_path(q_dtype: DType = DType.BF16) -> str:
+    """``swa_attention_cpu_path``: the CPU attention path ``step`` takes for
+    queries of ``q_dtype`` ("amx_bf16", "avx512_bf16", "avx512_wide",
+    "avx512", "avx2_fma" or "portable"; docs/cpu_attention.md). Experimental."""
+    name = c_char_p()
+    _check(_lib.swa_attention_cpu_path(int(q_dtype), byref(name)))
+    return name.value.decode()
 
 
 def _vectors(name: str, src: Any, dim: int) -> Tuple[TensorArg, int]:

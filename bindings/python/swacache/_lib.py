@@ -424,6 +424,7 @@ _PROTOTYPES = {
     "swa_mxfp8_encode": (c_status, [_vp, c_enum, c_size_t, c_uint32, c_enum, _vp, P(c_uint64)]),
     "swa_mxfp8_decode": (c_status, [_vp, c_size_t, c_uint32, _vp, c_enum, P(c_uint64)]),
     "swa_codec_cpu_path": (c_char_p, []),
+    "swa_attention_cpu_path": (c_status, [c_enum, P(c_char_p)]),
     "swa_kv_store_init": (None, [P(KvStore)]),
     "swa_cache_set_store": (c_status, [_vp, P(KvStore)]),
     "swa_slot_save": (c_status, [_vp, c_uint32, c_char_p, c_size_t]),

@@ -42,6 +42,14 @@ def test_roundtrips():
     assert sc.codec_cpu_path() in ("avx512", "avx2", "scalar")
 
 
+def test_attention_cpu_path():
+    fp32 = sc.attention_cpu_path(sc.DType.FP32)
+    assert fp32 in ("avx512_wide", "avx512", "avx2_fma", "portable")
+    assert sc.attention_cpu_path() in ("amx_bf16", "avx512_bf16", fp32)
+    with pytest.raises(sc.InvalidArgumentError, match="q_dtype"):
+        sc.attention_cpu_path(7)
+
+
 def test_codec_errors():
     x = np.zeros((2, 33), np.float32)
     with pytest.raises(sc.InvalidArgumentError):

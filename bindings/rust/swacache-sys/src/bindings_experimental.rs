@@ -3637,6 +3637,28 @@ extern "C" {
     #[doc = "  \\note Thread-safe."]
     pub fn swa_codec_cpu_path() -> *const core::ffi::c_char;
 }
+extern "C" {
+    #[doc = " \\brief Name of the CPU attention path swa_step() takes in this process for"]
+    #[doc = "  queries of `q_dtype` (docs/cpu_attention.md, \"Paths\")."]
+    #[doc = ""]
+    #[doc = "  SWA_DTYPE_BF16 (on an MXFP8 or BF16 layer without RoPE; other layers take"]
+    #[doc = "  the FP32 path): \"amx_bf16\" (AMX-BF16 tiles), \"avx512_bf16\" (AVX512-BF16),"]
+    #[doc = "  or the FP32 path's name where BF16 queries are widened to FP32 (a CPU"]
+    #[doc = "  without those, or an Intel CPU without usable AMX, whose vdpbf16ps is"]
+    #[doc = "  slower than its FP32 FMAs). SWA_DTYPE_FP32: \"avx512_wide\" (AVX-512 with"]
+    #[doc = "  32-column register tiles, Intel), \"avx512\", \"avx2_fma\" or \"portable\"."]
+    #[doc = "  Decided from the CPU, the tile data Linux grants this process for AMX"]
+    #[doc = "  (asked for once, by this call or the first step that could use it) and"]
+    #[doc = "  SWACACHE_ATTENTION (\"portable\", \"avx2\", \"avx512\", \"bf16\", \"amx\"; read"]
+    #[doc = "  once)."]
+    #[doc = "  \\warning Experimental: may change before 1.0."]
+    #[doc = "  \\param[in] q_dtype SWA_DTYPE_FP32 or SWA_DTYPE_BF16."]
+    #[doc = "  \\param[out] name A static string (never freed, never NULL on success)."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for another q_dtype or a NULL name"]
+    #[doc = "  (then *name is unchanged)."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_attention_cpu_path(q_dtype: swa_dtype_t, name: *mut *const core::ffi::c_char) -> swa_status_t;
+}
 #[doc = " \\brief One buffer of a scattered blob, like POSIX `struct iovec`."]
 #[doc = "  The library fills these for its store callbacks. A plain array element"]
 #[doc = "  without struct_size (like swa_segment_t): its layout is fixed."]

@@ -4,7 +4,7 @@ use std::ffi::CStr;
 
 use swacache_sys as sys;
 
-use crate::config::{Format, ScaleMode};
+use crate::config::{Dtype, Format, ScaleMode};
 use crate::error::{check, invalid, Result};
 use crate::step::{Input, Output};
 
@@ -96,6 +96,17 @@ pub fn mxfp8_decode(src: &[u8], dim: u32, dst: &mut [f32]) -> Result<u64> {
 pub fn cpu_path() -> &'static str {
     // SAFETY: a static NUL-terminated string.
     unsafe { CStr::from_ptr(sys::swa_codec_cpu_path()) }.to_str().unwrap_or("unknown")
+}
+
+/// The CPU attention path `swa_step` takes for queries of `q_dtype`
+/// (`swa_attention_cpu_path`): "amx_bf16", "avx512_bf16", "avx512_wide",
+/// "avx512", "avx2_fma" or "portable" (docs/cpu_attention.md, "Paths").
+pub fn attention_cpu_path(q_dtype: Dtype) -> Result<&'static str> {
+    let mut name: *const std::os::raw::c_char = std::ptr::null();
+    // SAFETY: `name` is a valid out pointer; on success it points to a static string.
+    check(unsafe { sys::swa_attention_cpu_path(q_dtype.raw(), &mut name) })?;
+    // SAFETY: a static NUL-terminated string (checked non-null by the call's success).
+    Ok(unsafe { CStr::from_ptr(name) }.to_str().unwrap_or("unknown"))
 }
 
 fn vectors(values: usize, dim: u32) -> Result<usize> {

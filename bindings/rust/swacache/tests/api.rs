@@ -279,6 +279,10 @@ fn codec() {
     assert_eq!(code(codec::mxfp8_encode(&x[..63], 32, ScaleMode::Ceil, &mut enc)), Code::InvalidArgument);
     assert_eq!(code(codec::mxfp8_decode(&enc, 0, &mut y)), Code::InvalidArgument);
     assert!(["avx512", "avx2", "scalar"].contains(&codec::cpu_path()));
+    let fp32 = codec::attention_cpu_path(Dtype::Fp32).unwrap();
+    assert!(["avx512_wide", "avx512", "avx2_fma", "portable"].contains(&fp32), "{fp32}");
+    let bf16 = codec::attention_cpu_path(Dtype::Bf16).unwrap();
+    assert!(bf16 == "amx_bf16" || bf16 == "avx512_bf16" || bf16 == fp32, "{bf16}");
 }
 
 #[test]
