@@ -142,6 +142,25 @@ static inline swago_ret swago_store_exists(swa_cache_t* c, const uint8_t* k, siz
 static inline swago_ret swago_store_remove(swa_cache_t* c, const uint8_t* k, size_t n) {
   return swago_r(swa_cache_store_remove(c, k, n));
 }
+// Prefix reuse (issue 32): checkpoints, the probe, the exact replay span.
+static inline swago_ret swago_slot_save_at(swa_cache_t* c, uint32_t s, int32_t pos,
+                                           const uint8_t* k, size_t n) {
+  return swago_r(swa_slot_save_at(c, s, pos, k, n));
+}
+static inline swago_ret swago_slot_checkpoint_range(swa_cache_t* c, uint32_t s, int32_t* lo,
+                                                    int32_t* hi) {
+  return swago_r(swa_slot_checkpoint_range(c, s, lo, hi));
+}
+// keys: n_keys pointers into C memory; lens: their lengths (C memory too).
+static inline swago_ret swago_store_probe(swa_cache_t* c, const uint8_t* const* keys,
+                                          const size_t* lens, uint32_t n, int32_t* found) {
+  return swago_r(swa_cache_store_probe(c, keys, lens, n, found));
+}
+static inline swago_ret swago_slot_begin_replay_exact(swa_cache_t* c, uint32_t s, int32_t h,
+                                                      uint32_t layers, int32_t last, int32_t* a,
+                                                      int32_t* b) {
+  return swago_r(swa_slot_begin_replay_exact(c, s, h, layers, last, a, b));
+}
 
 // ---- Codec ----
 static inline swago_ret swago_format_vector_bytes(uint32_t f, uint32_t dim, uint32_t* out) {
