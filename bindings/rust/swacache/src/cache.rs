@@ -226,6 +226,43 @@ impl Cache {
         Ok((start, len))
     }
 
+    /// Prepare a slot for an exact replay (`swa_slot_begin_replay_exact`):
+    /// `S = L * (W - 1)` positions, plus one with `need_last_output`, where `L`
+    /// is `sliding_layers` (0: the cache's layer count). Returns
+    /// `(replay_start, replay_len)`. Exact when the engine's full-attention
+    /// layers read their cached prefix KV during the replay.
+    pub fn begin_replay_exact(
+        &self,
+        slot: u32,
+        hit_len: i32,
+        sliding_layers: u32,
+        need_last_output: bool,
+    ) -> Result<(i32, i32)> {
+        let (mut start, mut len) = (0, 0);
+        // SAFETY: thread-safe call on a valid handle.
+        check(unsafe {
+            sys::swa_slot_begin_replay_exact(
+                self.raw.as_ptr(),
+                slot,
+                hit_len,
+                sliding_layers,
+                i32::from(need_last_output),
+                &mut start,
+                &mut len,
+            )
+        })?;
+        Ok((start, len))
+    }
+
+    /// The positions `lo ..= hi` that [`Cache::save_at`] accepts for the slot
+    /// now (`swa_slot_checkpoint_range`); `lo > hi` when none.
+    pub fn checkpoint_range(&self, slot: u32) -> Result<(i32, i32)> {
+        let (mut lo, mut hi) = (0, 0);
+        // SAFETY: thread-safe call on a valid handle.
+        check(unsafe { sys::swa_slot_checkpoint_range(self.raw.as_ptr(), slot, &mut lo, &mut hi) })?;
+        Ok((lo, hi))
+    }
+
     /// An empty plan with default options (`swa_plan_create`). The plan borrows
     /// the cache, so it cannot outlive it.
     pub fn plan(&self) -> Result<Plan<'_>> {
@@ -285,6 +322,28 @@ impl Cache {
     pub fn restore(&self, slot: u32, key: &[u8]) -> Result<()> {
         // SAFETY: the key is borrowed for the call.
         check(unsafe { sys::swa_slot_restore(self.raw.as_ptr(), slot, key_ptr(key), key.len()) })
+    }
+
+    /// Save a checkpoint: the slot as it stood at `position`, under `key`
+    /// (`swa_slot_save_at`). A position outside [`Cache::checkpoint_range`] is
+    /// `OutOfRange` naming the range; nothing is written then.
+    pub fn save_at(&self, slot: u32, position: i32, key: &[u8]) -> Result<()> {
+        // SAFETY: the key is borrowed for the call.
+        check(unsafe { sys::swa_slot_save_at(self.raw.as_ptr(), slot, position, key_ptr(key), key.len()) })
+    }
+
+    /// The index of the first of `keys` (longest prefix first) that the store
+    /// holds, or `None` (`swa_cache_store_probe`). Experimental. A store error
+    /// for a key before the first present one is returned, naming its index.
+    pub fn store_probe<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Option<usize>> {
+        let n = u32::try_from(keys.len())
+            .map_err(|_| Error::new(Code::InvalidArgument, format!("{} keys exceed u32", keys.len())))?;
+        let ptrs: Vec<*const u8> = keys.iter().map(|k| key_ptr(k.as_ref())).collect();
+        let lens: Vec<usize> = keys.iter().map(|k| k.as_ref().len()).collect();
+        let mut found = -1;
+        // SAFETY: the keys, their pointers and lengths are borrowed for the call.
+        check(unsafe { sys::swa_cache_store_probe(self.raw.as_ptr(), ptrs.as_ptr(), lens.as_ptr(), n, &mut found) })?;
+        Ok(usize::try_from(found).ok())
     }
 
     /// Whether the store holds a blob under `key` (`swa_cache_store_exists`). Experimental.
