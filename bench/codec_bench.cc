@@ -102,6 +102,21 @@ void Decode(benchmark::State& state, Set set, Dtype dtype) {
   state.SetBytesProcessed(state.iterations() * kRows * kDim * (dtype == Dtype::kFp32 ? 4 : 2));
 }
 
+void EncodeDsMla(benchmark::State& state, Set set, Dtype dtype) {
+  const RowKernels* k = Kernels(set);
+  if (k == nullptr) return state.SkipWithError("kernel set not available on this CPU");
+  Data& d = D();
+  const void* src = dtype == Dtype::kFp32 ? static_cast<const void*>(d.f32.data()) : d.bf16.data();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(EncodeRowsWith(*k, Format::kFp8DsMla, ScaleMode::kCeil, kDim, kRows,
+                                            {src, dtype, kDim},
+                                            {d.ds_rows.data(), swa::kDsMlaBytes}));
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  state.SetBytesProcessed(state.iterations() * kRows * kDim * (dtype == Dtype::kFp32 ? 4 : 2));
+}
+
 void DecodeDsMla(benchmark::State& state, Set set, Dtype dtype) {
   const RowKernels* k = Kernels(set);
   if (k == nullptr) return state.SkipWithError("kernel set not available on this CPU");
@@ -146,6 +161,10 @@ BENCHMARK_CAPTURE(Decode, f32_scalar, Set::kScalar, Dtype::kFp32);
 BENCHMARK_CAPTURE(Decode, bf16_avx512, Set::kAvx512, Dtype::kBf16);
 BENCHMARK_CAPTURE(Decode, bf16_avx2, Set::kAvx2, Dtype::kBf16);
 BENCHMARK_CAPTURE(Decode, bf16_scalar, Set::kScalar, Dtype::kBf16);
+BENCHMARK_CAPTURE(EncodeDsMla, f32_avx2, Set::kAvx2, Dtype::kFp32);
+BENCHMARK_CAPTURE(EncodeDsMla, f32_scalar, Set::kScalar, Dtype::kFp32);
+BENCHMARK_CAPTURE(EncodeDsMla, bf16_avx2, Set::kAvx2, Dtype::kBf16);
+BENCHMARK_CAPTURE(EncodeDsMla, bf16_scalar, Set::kScalar, Dtype::kBf16);
 BENCHMARK_CAPTURE(DecodeDsMla, f32_avx512, Set::kAvx512, Dtype::kFp32);
 BENCHMARK_CAPTURE(DecodeDsMla, f32_avx2, Set::kAvx2, Dtype::kFp32);
 BENCHMARK_CAPTURE(DecodeDsMla, f32_scalar, Set::kScalar, Dtype::kFp32);
@@ -188,6 +207,8 @@ int main(int argc, char** argv) {
       {"Decode/f32_scalar", "Memcpy/bytes_2048", 0},    {"Decode/f32_avx2", "Memcpy/bytes_528", 0},
       {"Decode/bf16_avx512", "Memcpy/bytes_1024", 0.7}, {"Decode/bf16_avx2", "Memcpy/bytes_1024", 0.7},
       {"Decode/bf16_scalar", "Memcpy/bytes_1024", 0},
+      {"EncodeDsMla/f32_avx2", "Memcpy/bytes_2048", 0},   {"EncodeDsMla/f32_scalar", "Memcpy/bytes_2048", 0},
+      {"EncodeDsMla/bf16_avx2", "Memcpy/bytes_1024", 0},  {"EncodeDsMla/bf16_scalar", "Memcpy/bytes_1024", 0},
       {"DecodeDsMla/f32_avx512", "Memcpy/bytes_2048", 0}, {"DecodeDsMla/f32_avx2", "Memcpy/bytes_2048", 0},
       {"DecodeDsMla/f32_scalar", "Memcpy/bytes_2048", 0}, {"DecodeDsMla/bf16_avx2", "Memcpy/bytes_1024", 0},
       {"DecodeDsMla/bf16_scalar", "Memcpy/bytes_1024", 0},

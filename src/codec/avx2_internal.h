@@ -17,6 +17,8 @@ uint64_t Avx2Mxfp8EncodeF32Rows(const float* src, size_t src_stride, uint32_t di
                                 uint8_t* dst, size_t dst_stride);
 uint64_t Avx2Mxfp8EncodeBf16Rows(const uint16_t* src, size_t src_stride, uint32_t dim, size_t n,
                                  bool ceil, uint8_t* dst, size_t dst_stride);
+uint32_t Avx2DsMlaEncodeF32(const float* src, uint8_t* dst);
+uint32_t Avx2DsMlaEncodeBf16(const uint16_t* src, uint8_t* dst);
 
 }  // namespace swa::codec
 #endif

@@ -28,11 +28,11 @@ uint64_t EncodeRowsWith(const RowKernels& k, Format format, ScaleMode mode, uint
   const bool ceil = mode == ScaleMode::kCeil;
   const bool bf16_in = src.dtype == Dtype::kBf16;
   if (format == Format::kFp8DsMla) {
+    const auto f32 = k.ds_mla_encode_f32 != nullptr ? k.ds_mla_encode_f32 : DsMlaEncodeF32;
+    const auto bf16 = k.ds_mla_encode_bf16 != nullptr ? k.ds_mla_encode_bf16 : DsMlaEncodeBf16;
     for (size_t i = 0; i < n; ++i)
-      bad += bf16_in ? DsMlaEncodeBf16(static_cast<const uint16_t*>(src.data) + i * src.stride,
-                                       dst.Row(i))
-                     : DsMlaEncodeF32(static_cast<const float*>(src.data) + i * src.stride,
-                                      dst.Row(i));
+      bad += bf16_in ? bf16(static_cast<const uint16_t*>(src.data) + i * src.stride, dst.Row(i))
+                     : f32(static_cast<const float*>(src.data) + i * src.stride, dst.Row(i));
     return bad;
   }
   if (format == Format::kMxfp8) {

@@ -83,6 +83,10 @@ struct RowKernels {
   // decode of one fp8_ds_mla record, the same values and count as those.
   uint32_t (*ds_mla_decode_f32)(const uint8_t* src, float* dst);
   uint32_t (*ds_mla_decode_bf16)(const uint8_t* src, uint16_t* dst);
+  // Optional (nullptr: DsMlaEncodeF32/DsMlaEncodeBf16): encode of one
+  // fp8_ds_mla record, the same bytes and count as those.
+  uint32_t (*ds_mla_encode_f32)(const float* src, uint8_t* dst);
+  uint32_t (*ds_mla_encode_bf16)(const uint16_t* src, uint8_t* dst);
 };
 
 const RowKernels& ScalarKernels();
@@ -109,10 +113,10 @@ uint32_t DecodeBlockScalarBf16(const uint8_t* codes, uint8_t scale, uint16_t* ds
 
 // fp8_ds_mla (dim 512 only; common/ds_mla_math.h): one vector. Encode counts
 // NoPE groups holding a NaN/Inf and 32-dim RoPE halves holding one; decode
-// counts groups with scale 0xFF and non-finite RoPE halves. Every kernel set
-// encodes with these scalar kernels; the AVX2 set (and the AVX-512 set, which
-// takes its decode to FP32 from it) decodes with its own
-// (RowKernels::ds_mla_decode_*).
+// counts groups with scale 0xFF and non-finite RoPE halves. These are the
+// reference and the scalar set's kernels; the AVX2 set (and the AVX-512 set,
+// which takes them from it) has its own (RowKernels::ds_mla_*), the same
+// bytes, values and counts.
 uint32_t DsMlaEncodeF32(const float* src, uint8_t* dst);
 uint32_t DsMlaEncodeBf16(const uint16_t* src, uint8_t* dst);
 uint32_t DsMlaDecodeF32(const uint8_t* src, float* dst);

@@ -439,7 +439,7 @@ const RowKernels* Avx2Kernels() {
       "avx2",   Avx2Mxfp8EncodeF32, Avx2Mxfp8EncodeBf16, DecodeF32, DecodeBf16,
       F32ToF32, F32ToBf16, Bf16ToF32,  Bf16ToBf16,
       Avx2Mxfp8EncodeF32Rows, Avx2Mxfp8EncodeBf16Rows, DecodeF32Rows, DecodeBf16Rows,
-      DsMlaDecodeF32Avx2, DsMlaDecodeBf16Avx2,
+      DsMlaDecodeF32Avx2, DsMlaDecodeBf16Avx2, Avx2DsMlaEncodeF32, Avx2DsMlaEncodeBf16,
   };
   return supported ? &kernels : nullptr;
 }

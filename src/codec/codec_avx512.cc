@@ -1,7 +1,7 @@
 // AVX-512 (F, BW, VL, VBMI) MXFP8 kernels: encode from FP32/BF16 and decode
 // to BF16, bit-identical to the scalar reference (codec_kernels_test checks
-// that byte for byte). Decode to FP32, fp8_ds_mla decode and the plain
-// formats reuse the AVX2 kernels (already at memory speed). Compiled with
+// that byte for byte). Decode to FP32, fp8_ds_mla encode and decode and the
+// plain formats reuse the AVX2 kernels (decode at memory speed). Compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vbmi; chosen at run time
 // (__builtin_cpu_supports).
 //
@@ -303,7 +303,7 @@ const RowKernels* Avx512Kernels() {
     const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                            __builtin_cpu_supports("avx512vl") &&
                            __builtin_cpu_supports("avx512vbmi");
-    // Decode to FP32, fp8_ds_mla decode and the plain formats.
+    // Decode to FP32, fp8_ds_mla encode and decode, the plain formats.
     const RowKernels* avx2 = Avx2Kernels();
     if (!supported || avx2 == nullptr) return nullptr;
     static RowKernels k = *avx2;

@@ -109,7 +109,7 @@ const RowKernels& ScalarKernels() {
       "scalar",   EncodeF32, EncodeBf16, DecodeF32, DecodeBf16,
       F32ToF32,   F32ToBf16, Bf16ToF32,  Bf16ToBf16,
       nullptr,    nullptr,   nullptr,    nullptr,
-      nullptr,    nullptr,
+      nullptr,    nullptr,   nullptr,    nullptr,
   };
   return kernels;
 }

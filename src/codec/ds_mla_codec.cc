@@ -1,8 +1,9 @@
 // Scalar kernels of the fp8_ds_mla record (common/ds_mla_math.h,
-// docs/codec.md "fp8_ds_mla"), one 512-dim vector at a time: the reference.
-// Every kernel set (scalar, AVX2, AVX-512) encodes with these; the AVX2 and
-// AVX-512 sets decode with codec_avx2.cc's DsMlaDecode*Avx2 (the same values
-// and counts, tests/unit/ds_mla_codec_test.cc).
+// docs/codec.md "fp8_ds_mla"), one 512-dim vector at a time: the reference,
+// and the scalar set's kernels. The AVX2 and AVX-512 sets encode with
+// mxfp8_encode_avx2.cc's Avx2DsMlaEncode* and decode with codec_avx2.cc's
+// DsMlaDecode*Avx2 (the same bytes, values and counts:
+// tests/unit/ds_mla_codec_test.cc).
 #include <cstring>
 
 #include "codec/codec.h"

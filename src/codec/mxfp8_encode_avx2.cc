@@ -19,6 +19,7 @@
 //    then an exact FP16, and its bits, shifted, are the E4M3 code.
 //  - the scalar reference for NaN/Inf or a scale of 246 or more (2^(119 -
 //    scale) would be a subnormal factor).
+// The fp8_ds_mla encoder at the end reuses pass 1 and the F16C path.
 #include "codec/avx2_internal.h"
 #include "codec/codec.h"
 
@@ -322,7 +323,110 @@ SWA_AVX2_INLINE uint32_t EncodeRow(const Src& src, uint32_t dim, uint8_t* dst) {
   return bad;
 }
 
+// ---- fp8_ds_mla (docs/codec.md, "fp8_ds_mla") -------------------------------
+//
+// A NoPE group's scale comes from its two blocks' largest magnitudes (pass 1
+// above, GroupStats) by the format's rule: the ceil scale byte of the amax,
+// floored at 114 (2^-13), 0xFF for NaN/Inf. Each block is then put on the
+// E4M3 grid under its group's scale by the F16C path (valid for any finite
+// block whose scale byte is at most 245 and at least its own ceil byte,
+// which the group's is). A record with a scale byte above 245 (NaN/Inf, or
+// an amax near the FP32 maximum) is redone by the scalar reference. The RoPE
+// dims become BF16 (round to nearest even, NaN quietened) or are copied.
+
+// The scale byte of common/ds_mla_math.h's DsMlaScaleForAmax (restated: this
+// file includes no header with inline code).
+SWA_AVX2_INLINE uint32_t DsMlaScaleByte(uint32_t amax) {
+  if (amax >= 0x7F800000u) return 0xFF;
+  int32_t b = static_cast<int32_t>(amax >> 23) - 8 + ((amax & 0x7FFFFFu) > 0x600000u ? 1 : 0);
+  b = b < 0 ? 0 : b > 254 ? 254 : b;
+  return b < 114 ? 114u : static_cast<uint32_t>(b);
+}
+
+// FP32 bits -> BF16 bits, round to nearest even, NaN quietened (Bf16FromFloat).
+SWA_AVX2_INLINE __m256i DsMlaToBf16(__m256i bits) {
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rne = _mm256_srli_epi32(
+      _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), odd)), 16);
+  const __m256i mag = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i is_nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7F800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+  return _mm256_blendv_epi8(rne, quiet, is_nan);
+}
+
+// `rope(dst)` writes the 64 RoPE dims as BF16 at dst and returns the count
+// of non-finite 32-dim halves; `scalar()` is the reference for the record.
+template <typename Src, typename Rope, typename Scalar>
+SWA_AVX2_INLINE uint32_t DsMlaEncodeRow(const Src& src, uint8_t* dst, Rope rope, Scalar scalar) {
+  alignas(32) uint32_t amax[16];
+  __m256i a, unused;
+  src.GroupStats(0, 8, &a, &unused);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(amax), a);
+  src.GroupStats(8, 6, &a, &unused);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(amax + 8), a);
+  uint8_t scale[kDsMlaGroups];
+  for (uint32_t g = 0; g < kDsMlaGroups; ++g) {
+    const uint32_t m = amax[2 * g] > amax[2 * g + 1] ? amax[2 * g] : amax[2 * g + 1];
+    const uint32_t s = DsMlaScaleByte(m);
+    if (s > 245) return scalar();
+    scale[g] = static_cast<uint8_t>(s);
+  }
+  for (uint32_t b = 0; b < 2 * kDsMlaGroups; ++b) {
+    const __m256 factor = _mm256_castsi256_ps(_mm256_set1_epi32((246 - scale[b / 2]) << 23));
+    EncodeBlockF16c<true>(src, b, factor, dst + b * 32);
+  }
+  std::memcpy(dst + kDsMlaScaleOffset, scale, kDsMlaGroups);
+  dst[kDsMlaBytes - 1] = 0;
+  return rope(dst + kDsMlaRopeOffset);
+}
+
 }  // namespace
+
+uint32_t Avx2DsMlaEncodeF32(const float* src, uint8_t* dst) {
+  return DsMlaEncodeRow(
+      F32Source{src}, dst,
+      [src](uint8_t* out) {
+        uint32_t bad = 0;
+        for (uint32_t h = 0; h < 2; ++h) {
+          __m256i x[4], any = _mm256_setzero_si256();
+          const __m256i e = _mm256_set1_epi32(0x7F800000);
+          for (int v = 0; v < 4; ++v) {
+            x[v] = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(src + kDsMlaNopeDims + 32 * h + 8 * v));
+            any = _mm256_or_si256(any, _mm256_cmpeq_epi32(_mm256_and_si256(x[v], e), e));
+            x[v] = DsMlaToBf16(x[v]);
+          }
+          bad += _mm256_testz_si256(any, any) ? 0 : 1;
+          const __m256i lo = _mm256_permute4x64_epi64(_mm256_packus_epi32(x[0], x[1]), 0xD8);
+          const __m256i hi = _mm256_permute4x64_epi64(_mm256_packus_epi32(x[2], x[3]), 0xD8);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * h), lo);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * h + 32), hi);
+        }
+        return bad;
+      },
+      [src, dst] { return DsMlaEncodeF32(src, dst); });
+}
+
+uint32_t Avx2DsMlaEncodeBf16(const uint16_t* src, uint8_t* dst) {
+  return DsMlaEncodeRow(
+      Bf16Source{src}, dst,
+      [src](uint8_t* out) {
+        uint32_t bad = 0;
+        const __m256i e = _mm256_set1_epi16(0x7F80);
+        for (uint32_t h = 0; h < 2; ++h) {
+          const uint16_t* in = src + kDsMlaNopeDims + 32 * h;
+          const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 16));
+          const __m256i any = _mm256_or_si256(_mm256_cmpeq_epi16(_mm256_and_si256(a, e), e),
+                                              _mm256_cmpeq_epi16(_mm256_and_si256(c, e), e));
+          bad += _mm256_testz_si256(any, any) ? 0 : 1;
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * h), a);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * h + 32), c);
+        }
+        return bad;
+      },
+      [src, dst] { return DsMlaEncodeBf16(src, dst); });
+}
 
 uint32_t Avx2Mxfp8EncodeF32(const float* src, uint32_t dim, bool ceil, uint8_t* dst) {
   return ceil ? EncodeRow<true>(F32Source{src}, dim, dst) : EncodeRow<false>(F32Source{src}, dim, dst);

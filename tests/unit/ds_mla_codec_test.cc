@@ -201,6 +201,73 @@ TEST(DsMlaCodec, KernelSetsAndDeviceBlockEncoderAgree) {
   EXPECT_EQ(bad, 1u);
 }
 
+// Encode: every kernel set writes the scalar reference's bytes and counts,
+// from FP32 and from BF16, on vectors whose groups span every case: ordinary
+// spreads, groups below the 2^-13 floor, all-zero and -0.0 groups, FP32
+// subnormals, magnitudes near the FP32 maximum (scale bytes above 245), NaN
+// and Inf in NoPE groups and in the RoPE dims, ties between grid points.
+TEST(DsMlaCodec, KernelSetsEncodeLikeTheScalarReference) {
+  std::mt19937 rng(17);
+  const int n = 160;
+  std::vector<float> x(size_t(n) * kDsMlaDim);
+  for (int i = 0; i < n; ++i) {
+    float* v = x.data() + size_t(i) * kDsMlaDim;
+    for (uint32_t g = 0; g < kDsMlaDim / 64; ++g) {
+      const int kind = int(rng() % 9);
+      for (uint32_t j = 0; j < 64; ++j) {
+        float& y = v[g * 64 + j];
+        const float r = float(int(rng() % 2001) - 1000) / 1000.0f;
+        switch (kind) {
+          case 0: y = std::ldexp(r, int(rng() % 50) - 25); break;     // wide spread
+          case 1: y = std::ldexp(r, -30 - int(rng() % 8)); break;     // below the floor
+          case 2: y = (rng() % 2) ? 0.0f : -0.0f; break;              // zeros
+          case 3: y = Float(uint32_t(rng() % 0x7FFFFF) | (rng() % 2 ? 0x80000000u : 0)); break;
+          case 4: y = std::ldexp(r, 127 - int(rng() % 3)); break;     // near FLT_MAX
+          case 5: y = std::ldexp(float(int(rng() % 33) - 16) / 16.0f, int(rng() % 6)); break;  // ties
+          default: y = std::ldexp(r, int(rng() % 8) - 4); break;
+        }
+      }
+    }
+    if (i % 7 == 3) v[rng() % kDsMlaDim] = std::numeric_limits<float>::quiet_NaN();
+    if (i % 11 == 5) v[kDsMlaNopeDims + rng() % 64] = -std::numeric_limits<float>::infinity();
+  }
+  std::vector<uint16_t> xb(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xb[i] = uint16_t(Bits(x[i]) >> 16);
+  std::vector<uint8_t> want(size_t(n) * kDsMlaBytes), want_b(want.size());
+  uint64_t bad = 0, bad_b = 0;
+  for (int i = 0; i < n; ++i) {
+    bad += codec::DsMlaEncodeF32(x.data() + size_t(i) * kDsMlaDim,
+                                 want.data() + size_t(i) * kDsMlaBytes);
+    bad_b += codec::DsMlaEncodeBf16(xb.data() + size_t(i) * kDsMlaDim,
+                                    want_b.data() + size_t(i) * kDsMlaBytes);
+  }
+  EXPECT_GT(bad, 0u);
+  int sets_with_kernel = 0;
+  for (const codec::RowKernels* k :
+       {&codec::ScalarKernels(), codec::Avx2Kernels(), codec::Avx512Kernels()}) {
+    if (k == nullptr) continue;
+    sets_with_kernel += k->ds_mla_encode_f32 != nullptr ? 1 : 0;
+    std::vector<uint8_t> got(want.size(), 0xCD), got_b(want.size(), 0xCD);
+    EXPECT_EQ(codec::EncodeRowsWith(*k, Format::kFp8DsMla, ScaleMode::kCeil, kDsMlaDim, n,
+                                    {x.data(), Dtype::kFp32, kDsMlaDim}, {got.data(), kDsMlaBytes}),
+              bad)
+        << k->name;
+    EXPECT_EQ(codec::EncodeRowsWith(*k, Format::kFp8DsMla, ScaleMode::kCeil, kDsMlaDim, n,
+                                    {xb.data(), Dtype::kBf16, kDsMlaDim},
+                                    {got_b.data(), kDsMlaBytes}),
+              bad_b)
+        << k->name;
+    for (int i = 0; i < n; ++i) {
+      const size_t o = size_t(i) * kDsMlaBytes;
+      EXPECT_TRUE(std::equal(got.begin() + o, got.begin() + o + kDsMlaBytes, want.begin() + o))
+          << k->name << " FP32 record " << i;
+      EXPECT_TRUE(std::equal(got_b.begin() + o, got_b.begin() + o + kDsMlaBytes, want_b.begin() + o))
+          << k->name << " BF16 record " << i;
+    }
+  }
+  RecordProperty("sets_with_simd_encode", sets_with_kernel);
+}
+
 // Decode: every kernel set gives the scalar reference's values, bit for bit,
 // and its counts, to FP32 and to BF16, on encoded records and on records of
 // random bytes (every scale byte, NaN and subnormal codes, NaN/Inf RoPE
