@@ -122,7 +122,8 @@ struct Result {
   std::vector<float> out, lse;
 };
 
-Result Attention(const MxProblem& p, bool in_place_rows, AttentionIsa isa, ThreadPool* pool) {
+Result Attention(const MxProblem& p, bool in_place_rows, AttentionIsa isa, ThreadPool* pool,
+                 const uint16_t* q_bf16 = nullptr) {
   const Case& c = p.c;
   Result r;
   r.out.assign(static_cast<size_t>(c.tokens) * c.hq * c.d, kNaN);
@@ -131,6 +132,7 @@ Result Attention(const MxProblem& p, bool in_place_rows, AttentionIsa isa, Threa
   SeqProblem sp{c.tokens, p.q.data(), p.n_keys, nullptr, nullptr, p.begin.data(), p.end.data(),
                 r.out.data()};
   sp.lse = r.lse.data();
+  sp.q_bf16 = q_bf16;
   if (in_place_rows) {
     sp.mx.rows = p.rows.data();
     sp.mx.k_offset = 0;
@@ -227,6 +229,53 @@ TEST(CpuAttentionMxfp8, InPlaceRowsMatchTheDecodedTileBitForBit) {
           EXPECT_LE(RelativeErrorToReference(p, rows.out), 1e-5) << what;
         }
       }
+    }
+  }
+}
+
+// BF16 queries under AMX: the driver decodes the rows straight into its tile
+// layout, with the same bits as from the decoded FP32 tile (the same panels)
+// and within the BF16-P budget of the FP64 reference (relative L2 here); a
+// NaN code in a later token's value row sends the KV head to the FP32
+// kernels, which keep it in the rows that see it.
+TEST(CpuAttentionMxfp8, AmxReadsTheRowsInPlace) {
+  if (!AmxKernelsAvailable()) GTEST_SKIP() << "no AMX-BF16 tile data on this CPU / OS";
+  ThreadPool pool(2);
+  uint32_t seed = 400;
+  for (const Case& c : kCases) {
+    MxProblem p = Make(c, ++seed, /*with_missing_rows=*/true);
+    std::vector<uint16_t> q16(p.q.size());
+    for (size_t i = 0; i < p.q.size(); ++i) {  // BF16 queries (nearest even)
+      uint32_t b;
+      std::memcpy(&b, &p.q[i], 4);
+      q16[i] = static_cast<uint16_t>((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+      b = static_cast<uint32_t>(q16[i]) << 16;
+      std::memcpy(&p.q[i], &b, 4);
+    }
+    DecodeTile(p);
+    for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      const std::string what = Describe(c) + (tp ? " pool" : "");
+      const Result rows = Attention(p, true, AttentionIsa::kAmx, tp, q16.data());
+      const Result tile = Attention(p, false, AttentionIsa::kAmx, tp, q16.data());
+      ExpectSameBits(rows.out, tile.out, what + " out");
+      ExpectSameBits(rows.lse, tile.lse, what + " lse");
+      EXPECT_LE(RelativeErrorToReference(p, rows.out), 4e-3) << what;
+      EXPECT_NE(rows.out, Attention(p, true, AttentionIsa::kAvx512, tp).out)
+          << what << ": kAmx gave the FP32 kernels' bits";
+    }
+    if (c.tokens < 6) continue;
+    const int key = p.end[4] - 1;  // tokens 4 and 5 see it
+    uint8_t* row = const_cast<uint8_t*>(p.rows[key]);
+    if (row == nullptr) continue;
+    for (int g = 0; g < c.hkv; ++g) row[(c.shared_kv ? 0 : c.hkv * p.vec_bytes) + g * p.vec_bytes + 5] = 0x7F;
+    const Result bad = Attention(p, true, AttentionIsa::kAmx, nullptr, q16.data());
+    const size_t per_token = static_cast<size_t>(c.hq) * c.d;
+    for (size_t i = 0; i < 4 * per_token; ++i)
+      ASSERT_TRUE(std::isfinite(bad.out[i])) << Describe(c) << " elem " << i;
+    for (size_t i = 4 * per_token; i < bad.out.size(); i += c.d) {
+      bool any_bad = false;
+      for (int x = 0; x < c.d; ++x) any_bad |= !std::isfinite(bad.out[i + x]);
+      EXPECT_TRUE(any_bad) << Describe(c) << ": a row that sees the NaN is finite";
     }
   }
 }

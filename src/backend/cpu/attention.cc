@@ -434,11 +434,14 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
       const int g = local / blocks;
       const int row0 = (local % blocks) * c->blocking.block_rows;
       const int row1 = std::min(rows, row0 + c->blocking.block_rows);
-      if (c->kb != nullptr && pr.q_bf16 != nullptr && pr.mx.rows == nullptr) {
+      const bool bf16 = c->kb != nullptr && pr.q_bf16 != nullptr;
+      if (bf16 && pr.mx.rows == nullptr) {
         if (c->amx)
           RunBlockAmx(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
         else
           RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
+      } else if (bf16 && c->amx && MxfpValuesFinite(pr, g, c->shape->head_dim)) {
+        RunBlockAmx(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       } else {
         assert((pr.mx.rows != nullptr || (pr.k != nullptr && pr.v != nullptr)) && pr.q != nullptr);
         RunBlock(*c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);

@@ -64,8 +64,12 @@ struct SeqProblem {
   // Bf16AttentionSelected() (the BF16 kernels read them; q may be nullptr).
   const uint16_t* k16 = nullptr;
   const uint16_t* v16 = nullptr;
-  // K and V as MXFP8 rows in place of k and v (then nullptr): FP32 kernels
-  // only (a problem with mx never takes the BF16 kernels).
+  // K and V as MXFP8 rows in place of k and v (then nullptr): the FP32
+  // kernels, and the AMX-BF16 driver for problems with q_bf16 (q must be set
+  // too: a value vector with a NaN code or scale sends the problem's KV head
+  // to the FP32 kernels). The AVX512-BF16 driver never reads them. swa_step
+  // hands BF16-query problems BF16 tiles instead (faster in a first A/B run
+  // under load; docs/cpu_attention.md).
   MxfpRows mx;
 };
 

@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "backend/cpu/attention_block.h"
+#include "codec/codec.h"
 
 namespace swa::cpu {
 
@@ -294,7 +295,56 @@ Range RowsHull(const Workspace& ws, int r0, int r1, int c0, int c1) {
   return h;
 }
 
+// K^T panels and V pair slabs of keys [c0, c0 + n) of KV head g straight
+// from MXFP8 rows: 16 rows at a time decoded to BF16 (exact: every MXFP8
+// value is a BF16 value) into a 16 x D buffer that stays in L1/L2, then
+// packed from there; no tile of the sequence is written. Pairs past the
+// keys, up to ldp / 2, are zero.
+void PackMxfpChunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, int c0, int n,
+                   int d, int ldp, uint16_t* kt, uint16_t* vp, ptrdiff_t slab, Workspace& ws) {
+  const codec::RowKernels& codec = codec::ActiveKernels();
+  uint16_t* buf = U16(ws.rows, static_cast<size_t>(kTileCols) * d);
+  auto decode = [&](size_t offset, int r0, int m) {
+    for (int r = 0; r < m; ++r) {
+      const uint8_t* row = pr.mx.rows[r0 + r];
+      uint16_t* out = buf + static_cast<ptrdiff_t>(r) * d;
+      if (row == nullptr)
+        std::memset(out, 0, sizeof(uint16_t) * d);
+      else
+        codec.mxfp8_decode_bf16(row + offset + static_cast<size_t>(g) * pr.mx.vec_bytes,
+                                static_cast<uint32_t>(d), out);
+    }
+  };
+  const bool shared = pr.mx.k_offset == pr.mx.v_offset;
+  for (int p0 = 0; p0 < n; p0 += kTileCols) {
+    const int m = std::min(kTileCols, n - p0);
+    decode(pr.mx.k_offset, c0 + p0, m);
+    kb.pack_kt16(buf, d, m, d, kt + static_cast<ptrdiff_t>(p0) * d);
+    if (!shared) decode(pr.mx.v_offset, c0 + p0, m);
+    PackValues(buf, d, m, d, (m + 1) / 2, vp + static_cast<ptrdiff_t>(p0 / 2) * 32, slab);
+  }
+  const int done = (n + 1) / 2;
+  PackValues(buf, d, 0, d, ldp / 2 - done, vp + static_cast<ptrdiff_t>(done) * 32, slab);
+}
+
 }  // namespace
+
+bool MxfpValuesFinite(const SeqProblem& pr, int g, int d) {
+  const __m256i nan_code = _mm256_set1_epi8(0x7F);
+  __mmask32 bad = 0;
+  unsigned bad_scale = 0;
+  for (int r = 0; r < pr.n_keys; ++r) {
+    const uint8_t* row = pr.mx.rows[r];
+    if (row == nullptr) continue;
+    const uint8_t* vec = row + pr.mx.v_offset + static_cast<size_t>(g) * pr.mx.vec_bytes;
+    for (int e = 0; e < d; e += 32) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vec + e));
+      bad |= _mm256_cmpeq_epi8_mask(_mm256_and_si256(x, nan_code), nan_code);  // E4M3 NaN
+    }
+    for (int b = 0; b < d / 32; ++b) bad_scale |= vec[d + b] == 0xFF;  // NaN scale
+  }
+  return bad == 0 && bad_scale == 0;
+}
 
 void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
                  const AttentionShape& shape, const SeqProblem& pr, int g, int row0, int row1,
@@ -305,6 +355,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   const ptrdiff_t ldkv = static_cast<ptrdiff_t>(shape.kv_heads) * d;
   const ptrdiff_t head = static_cast<ptrdiff_t>(g) * d;
   const bool tile16 = pr.k16 != nullptr;
+  const bool mx = pr.mx.rows != nullptr;  // the caller checked its values (MxfpValuesFinite)
   const int rows = row1 - row0;
   const int tiles = CutTiles(rows, ws);  // the softmax's register tiles
   const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
@@ -312,7 +363,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   // A non-finite value in the band: 16-row tiles would multiply it by the
   // P = 0 of rows that do not see it. The AVX512-BF16 driver keeps such
   // values in the rows that see them (its row-by-row P.V).
-  if (hull.begin < hull.end) {
+  if (!mx && hull.begin < hull.end) {
     const int n = hull.end - hull.begin;
     const bool bad = tile16 ? NonFiniteRows(pr.v16 + head + hull.begin * ldkv, ldkv, n, d)
                             : NonFiniteRows(pr.v + head + hull.begin * ldkv, ldkv, n, d);
@@ -347,7 +398,9 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
       const int lds = RoundUp(c1 - c0, kTileCols);
       const int ldp = RoundUp(c1 - c0, kAmxKeyStep);
       const ptrdiff_t slab = static_cast<ptrdiff_t>(ldp) * kTileCols;
-      if (tile16) {
+      if (mx) {
+        PackMxfpChunk(kb, pr, g, c0, c1 - c0, d, ldp, kt, vp, slab, ws);
+      } else if (tile16) {
         kb.pack_kt16(pr.k16 + head + c0 * ldkv, ldkv, c1 - c0, d, kt);
         PackValues(pr.v16 + head + c0 * ldkv, ldkv, c1 - c0, d, ldp / 2, vp, slab);
       } else {

@@ -429,6 +429,11 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& fp32,
 // RunBlockBf16 with AMX-BF16 tiles (attention_amx.cc; only after
 // AmxKernelsAvailable()). Same inputs, same error bound; a block whose band
 // holds a non-finite value runs RunBlockBf16 instead.
+// MXFP8 rows (pr.mx) too: decoded 16 at a time straight into the tile layout,
+// once MxfpValuesFinite(pr, g, d) (no NaN code or NaN scale in any value
+// vector of KV head g; otherwise the FP32 RunBlock keeps a NaN in the rows
+// that see it).
+bool MxfpValuesFinite(const SeqProblem& pr, int g, int d);
 void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& fp32,
                  const AttentionShape& shape, const SeqProblem& pr, int g, int row0, int row1,
                  const Blocking& blocking, Workspace& ws);
