@@ -2,7 +2,8 @@
 // AVX-512) and the public swa_codec_encode/decode against the scalar
 // kernels, which are the reference: identical bytes for every format, scale
 // mode and dtype, on arbitrary bit patterns (NaN, Inf, subnormals included),
-// and identical non-finite block counts. Odd sizes and bad enum values given
+// and identical non-finite block counts (fp8_ds_mla's record kernels too).
+// Odd sizes and bad enum values given
 // to the C API must fail with INVALID_ARGUMENT and write nothing.
 #include <cmath>
 #include <cstdint>
@@ -76,6 +77,55 @@ void CompareApi(const RowKernels& ref, const std::vector<float>& f32, const std:
         "api decode vs scalar");
 }
 
+// fp8_ds_mla (512 dims): each SIMD set's record kernels (RowKernels::ds_mla_*,
+// when it has them) against the scalar reference: bytes, values and counts,
+// encode from FP32 and BF16 (raw bit patterns or scaled small values with
+// NaN/Inf; a group's values share a random exponent, so the 2^-13 floor and
+// scales above 245 are reached) and decode of arbitrary bytes.
+void CompareDsMla(Input& in) {
+  constexpr uint32_t kDim = swa::kDsMlaDim, kBytes = swa::kDsMlaBytes;
+  std::vector<float> f32(kDim);
+  std::vector<uint16_t> bf16(kDim);
+  std::vector<uint8_t> rec(kBytes);
+  const uint8_t style = in.Byte();
+  for (uint32_t g = 0; g < kDim / 64; ++g) {
+    const int e = in.Byte() % 300 - 150;
+    for (uint32_t j = 0; j < 64; ++j) {
+      float v = in.Float();
+      if (style & 1) v = static_cast<float>(static_cast<int8_t>(in.Byte())) * std::ldexp(1.0f, e);
+      f32[g * 64 + j] = v;
+      bf16[g * 64 + j] = in.U16();
+    }
+  }
+  for (uint8_t& b : rec) b = in.Byte();
+  for (const RowKernels* k : {swa::codec::Avx2Kernels(), swa::codec::Avx512Kernels()}) {
+    if (k == nullptr) continue;
+    std::vector<uint8_t> a(kBytes, 0xEE), b(kBytes, 0xEE);
+    if (k->ds_mla_encode_f32 != nullptr) {
+      Check(swa::codec::DsMlaEncodeF32(f32.data(), a.data()) ==
+                k->ds_mla_encode_f32(f32.data(), b.data()), "ds_mla encode f32 count");
+      Check(a == b, "ds_mla encode f32 bytes");
+    }
+    if (k->ds_mla_encode_bf16 != nullptr) {
+      Check(swa::codec::DsMlaEncodeBf16(bf16.data(), a.data()) ==
+                k->ds_mla_encode_bf16(bf16.data(), b.data()), "ds_mla encode bf16 count");
+      Check(a == b, "ds_mla encode bf16 bytes");
+    }
+    std::vector<float> fa(kDim), fb(kDim);
+    std::vector<uint16_t> ha(kDim), hb(kDim);
+    if (k->ds_mla_decode_f32 != nullptr) {
+      Check(swa::codec::DsMlaDecodeF32(rec.data(), fa.data()) ==
+                k->ds_mla_decode_f32(rec.data(), fb.data()), "ds_mla decode f32 count");
+      Check(std::memcmp(fa.data(), fb.data(), 4 * kDim) == 0, "ds_mla decode f32 bytes");
+    }
+    if (k->ds_mla_decode_bf16 != nullptr) {
+      Check(swa::codec::DsMlaDecodeBf16(rec.data(), ha.data()) ==
+                k->ds_mla_decode_bf16(rec.data(), hb.data()), "ds_mla decode bf16 count");
+      Check(ha == hb, "ds_mla decode bf16 bytes");
+    }
+  }
+}
+
 // Arguments the C API must refuse, with nothing written.
 void OddArguments(Input& in) {
   const uint32_t dim = in.U16() % 20000;
@@ -132,6 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                        std::vector<uint8_t>(mx.begin() + i * (dim + dim / 32), mx.begin() + (i + 1) * (dim + dim / 32)),
                        dim);
   CompareApi(ref, f32, mx, dim, n, ceil);
+  CompareDsMla(in);
   OddArguments(in);
   return 0;
 }
