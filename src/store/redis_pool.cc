@@ -136,10 +136,7 @@ absl::Status RedisConnectionPool::Open(absl::Duration timeout) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
-    const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout) {
-  std::vector<RedisReply> replies;
-  if (commands.empty()) return replies;
+absl::StatusOr<redisContext*> RedisConnectionPool::Take(absl::Duration timeout) {
   redisContext* c = nullptr;
   {
     absl::MutexLock lock(&mu_);
@@ -148,13 +145,18 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
       idle_.pop_back();
     }
   }
-  if (c == nullptr) {
-    absl::StatusOr<redisContext*> fresh = Connect(timeout);
-    if (!fresh.ok()) return fresh.status();
-    c = *fresh;
-  } else {
-    redisSetTimeout(c, SocketTimeout(timeout));
-  }
+  if (c == nullptr) return Connect(timeout);
+  redisSetTimeout(c, SocketTimeout(timeout));
+  return c;
+}
+
+absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
+    const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout) {
+  std::vector<RedisReply> replies;
+  if (commands.empty()) return replies;
+  absl::StatusOr<redisContext*> taken = Take(timeout);
+  if (!taken.ok()) return taken.status();
+  redisContext* c = *taken;
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const std::vector<std::string_view>& args : commands) {
@@ -187,21 +189,9 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
 
 absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::string_view>& args,
                                                     absl::Duration timeout, bool asking) {
-  redisContext* c = nullptr;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!idle_.empty()) {
-      c = idle_.back();
-      idle_.pop_back();
-    }
-  }
-  if (c == nullptr) {
-    absl::StatusOr<redisContext*> fresh = Connect(timeout);
-    if (!fresh.ok()) return fresh.status();
-    c = *fresh;
-  } else {
-    redisSetTimeout(c, SocketTimeout(timeout));
-  }
+  absl::StatusOr<redisContext*> taken = Take(timeout);
+  if (!taken.ok()) return taken.status();
+  redisContext* c = *taken;
   if (asking) {
     RedisReply ok(RunArgv(c, {"ASKING"}));
     if (ok == nullptr) {

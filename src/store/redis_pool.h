@@ -84,6 +84,8 @@ class RedisConnectionPool {
 
  private:
   absl::StatusOr<redisContext*> Connect(absl::Duration timeout) const;
+  // An idle connection with `timeout` set on its socket, or a new one.
+  absl::StatusOr<redisContext*> Take(absl::Duration timeout);
   void Return(redisContext* c);
 
   const RedisPoolOptions options_;

@@ -282,7 +282,6 @@ bool NonFiniteRows(const float* v, ptrdiff_t ld, int n, int d) {
   return bad != 0;
 }
 
-uint16_t* U16(FloatBuffer& b, size_t n) { return reinterpret_cast<uint16_t*>(b.Get((n + 1) / 2)); }
 
 // Keys [c0, c1) seen by rows [r0, r1) of the block.
 Range RowsHull(const Workspace& ws, int r0, int r1, int c0, int c1) {
@@ -370,18 +369,8 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
     if (bad) return RunBlockBf16(kb, kn, shape, pr, g, row0, row1, blocking, ws);
   }
 
-  const bool q_in_place = shape.kv_heads == 1;
-  const uint16_t* q = pr.q_bf16 + static_cast<ptrdiff_t>(row0) * d;
-  if (!q_in_place) {
-    uint16_t* qc = U16(ws.q16, static_cast<size_t>(rows) * d);
-    for (int i = 0; i < rows; ++i) {
-      const int t = (row0 + i) / ratio;
-      const int h = g * ratio + (row0 + i) % ratio;
-      std::memcpy(qc + static_cast<ptrdiff_t>(i) * d,
-                  pr.q_bf16 + (static_cast<ptrdiff_t>(t) * hq + h) * d, sizeof(uint16_t) * d);
-    }
-    q = qc;
-  }
+  bool q_in_place = false;
+  const uint16_t* q = BlockQueryBf16(shape, pr, g, row0, rows, ws, &q_in_place);
 
   const BlockOutput out = SetUpOutput(pr, hull, row0, rows, d, q_in_place, blocking, ws);
   float* const o = out.o;

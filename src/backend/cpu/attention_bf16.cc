@@ -22,7 +22,6 @@ constexpr int kBf16DepthSplit = 2 * kDepthSplit;
 // two thirds of the panel's cost: n <= 7 at D = 512, 2 at D = 64.
 inline bool EdgeByRows(int n, int d) { return n * (d / 32 + 6) * 3 <= d; }
 
-uint16_t* U16(FloatBuffer& b, size_t n) { return reinterpret_cast<uint16_t*>(b.Get((n + 1) / 2)); }
 }  // namespace
 
 void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
@@ -36,20 +35,8 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   const int tiles = CutTiles(rows, ws);
   const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
 
-  // Q as given (BF16, unscaled: the scale multiplies the FP32 scores); with
-  // one KV head the block's rows are consecutive rows of q_bf16, read in place.
-  const bool q_in_place = shape.kv_heads == 1;
-  const uint16_t* q = pr.q_bf16 + static_cast<ptrdiff_t>(row0) * d;
-  if (!q_in_place) {
-    uint16_t* qc = U16(ws.q16, static_cast<size_t>(rows) * d);
-    for (int i = 0; i < rows; ++i) {
-      const int t = (row0 + i) / ratio;
-      const int h = g * ratio + (row0 + i) % ratio;
-      std::memcpy(qc + static_cast<ptrdiff_t>(i) * d,
-                  pr.q_bf16 + (static_cast<ptrdiff_t>(t) * hq + h) * d, sizeof(uint16_t) * d);
-    }
-    q = qc;
-  }
+  bool q_in_place = false;
+  const uint16_t* q = BlockQueryBf16(shape, pr, g, row0, rows, ws, &q_in_place);
 
   // In place or through the O buffer (no copy, no final pass over the rows
   // for an MQA decode step: SetUpOutput).

@@ -246,6 +246,30 @@ inline void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shap
   }
 }
 
+// A FloatBuffer holding at least n uint16_t (BF16 values in float storage).
+inline uint16_t* U16(FloatBuffer& b, size_t n) {
+  return reinterpret_cast<uint16_t*>(b.Get((n + 1) / 2));
+}
+
+// The block's BF16 query rows as given (unscaled: the scale multiplies the
+// FP32 scores), row i at the result + i * d. With one KV head the block's rows
+// are consecutive rows of pr.q_bf16, read in place (*in_place = true);
+// otherwise they are gathered into ws.q16.
+inline const uint16_t* BlockQueryBf16(const AttentionShape& shape, const SeqProblem& pr, int g,
+                                      int row0, int rows, Workspace& ws, bool* in_place) {
+  const int d = shape.head_dim, hq = shape.q_heads, ratio = shape.q_heads / shape.kv_heads;
+  *in_place = shape.kv_heads == 1;
+  if (*in_place) return pr.q_bf16 + static_cast<ptrdiff_t>(row0) * d;
+  uint16_t* qc = U16(ws.q16, static_cast<size_t>(rows) * d);
+  for (int i = 0; i < rows; ++i) {
+    const int t = (row0 + i) / ratio;
+    const int h = g * ratio + (row0 + i) % ratio;
+    std::memcpy(qc + static_cast<ptrdiff_t>(i) * d,
+                pr.q_bf16 + (static_cast<ptrdiff_t>(t) * hq + h) * d, sizeof(uint16_t) * d);
+  }
+  return qc;
+}
+
 // Where a block accumulates its outputs. In place (one KV head: the block's
 // output rows are consecutive rows of pr.out; one key chunk: every row's
 // denominator is final once the chunk's softmax has run): P.V writes pr.out
