@@ -93,4 +93,8 @@ absl::Status MergeWithoutCache(int device, const MergeWork& work);
 // work.stream (the CUDA step's kernels). Same errors as MergeWithoutCache.
 absl::Status RopeApply(int device, const RopeWork& work);
 
+// swa_attention_cpu_path: the name of the CPU attention path swa_step takes
+// for queries of `q_dtype` on this machine (docs/cpu_attention.md, "Paths").
+const char* CpuAttentionPathName(Dtype q_dtype);
+
 }  // namespace swa

@@ -2,6 +2,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "backend/backend.h"
+#include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/merge_cpu.h"
 #include "backend/cpu/rope_cpu.h"
@@ -62,6 +63,10 @@ absl::Status RopeApply(int device, const RopeWork& work) {
       "device = %d: this build of the library has no CUDA backend (-1 rotates host memory)",
       device));
 #endif
+}
+
+const char* CpuAttentionPathName(Dtype q_dtype) {
+  return q_dtype == Dtype::kBf16 ? cpu::Bf16AttentionPathName() : cpu::AttentionKernelName();
 }
 
 }  // namespace swa
