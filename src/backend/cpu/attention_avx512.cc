@@ -263,7 +263,7 @@ const AttentionKernels* Avx512AttentionKernels() {
   const AttentionKernels* avx2 = Avx2AttentionKernels();
   if (avx2 == nullptr) return nullptr;
   static const AttentionKernels kAvx512 = {"avx512", Gemm,          RowMax,   ExpSum, ScaleRow,
-                                           avx2->pack_kt, GemmHalf, GemmPv};
+                                           avx2->pack_kt, GemmHalf, GemmPv, nullptr};
   return &kAvx512;
 }
 
