@@ -1715,9 +1715,13 @@ SWA_API void swa_store_redis_config_init(swa_store_redis_config_t* config);
  *  \param[in] config Borrowed for the call (strings are copied).
  *  \param[out] out Filled with the callback table (see swa_store_memory_create()
  *  for the ownership rules); unchanged on failure.
- *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or field;
- *  SWA_UNAVAILABLE when the server cannot be reached; SWA_UNAUTHENTICATED when
- *  AUTH fails; SWA_UNIMPLEMENTED in a build without hiredis.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or field
+ *  (a username without a password, a TLS file that cannot be loaded, a
+ *  certificate without its key); SWA_UNAVAILABLE when the server cannot be
+ *  reached or the TLS handshake fails (e.g. a plain-TCP port);
+ *  SWA_UNAUTHENTICATED when AUTH fails (wrong user or password) or the
+ *  server's certificate fails verification; SWA_UNIMPLEMENTED in a build
+ *  without hiredis. Every message names the server.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_store_redis_create(const swa_store_redis_config_t* config,
                                             swa_kv_store_t* out);
@@ -1762,7 +1766,8 @@ SWA_API void swa_store_redis_cluster_config_init(swa_store_redis_cluster_config_
  *  for the ownership rules); unchanged on failure.
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size, a malformed
  *  `nodes` or a zero timeout or attempt budget; SWA_UNAVAILABLE when no seed
- *  answers CLUSTER SLOTS; SWA_UNAUTHENTICATED when AUTH fails; SWA_UNIMPLEMENTED
+ *  answers CLUSTER SLOTS; SWA_UNAUTHENTICATED when AUTH fails or a node's
+ *  certificate fails verification (as swa_store_redis_create()); SWA_UNIMPLEMENTED
  *  in a build without hiredis. Calls of the store return SWA_UNAVAILABLE or
  *  SWA_DEADLINE_EXCEEDED, naming the node and the reason, when the retry budget
  *  or the deadline runs out.
@@ -1902,3 +1907,53 @@ SWA_API swa_status_t swa_project(swa_cache_t* cache, const swa_project_args_t* a
 #endif
 
 #endif /* SWACACHE_H_ */
+  /* Appended after 0.2.0 (a struct_size without them means: the default
+   * user, plain TCP). docs/store.md, "Redis TLS and ACL users". */
+  /** ACL user: the connection authenticates with `AUTH username password`
+   *  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs
+   *  `password`. Default NULL. */
+  const char* username;
+  /** 1: every connection speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain
+   *  TCP. Default 0. */
+  uint32_t tls;
+  /** 1: the server's certificate must chain to the CA (tls_ca_file /
+   *  tls_ca_dir, else the system's default CA paths) and name the server
+   *  (tls_server_name, else `host`); a failure is SWA_UNAUTHENTICATED naming the
+   *  node and OpenSSL's reason. 0: no verification (encryption without
+   *  authentication of the server; tests only). Default 1. */
+  uint32_t tls_verify;
+  const char* tls_ca_file;     /**< PEM file of trusted CA certificates, or NULL. Default NULL. */
+  const char* tls_ca_dir;      /**< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL. */
+  /** PEM client certificate (chain) for servers that ask for one
+   *  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL. */
+  const char* tls_cert_file;
+  const char* tls_key_file;    /**< PEM private key of tls_cert_file, or NULL. Default NULL. */
+  /** Name sent as SNI and checked against the certificate (DNS name, or an IP
+   *  address checked against its IP SANs); NULL = `host`. Default NULL. */
+  const char* tls_server_name;
+  /* Appended after 0.2.0 (a struct_size without them means: the default
+   * user, plain TCP). docs/store.md, "Redis TLS and ACL users". */
+  /** ACL user: the connection authenticates with `AUTH username password`
+   *  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs
+   *  `password`. Default NULL. */
+  const char* username;
+  /** 1: every connection (to the seeds, the nodes of the slot map and the
+   *  targets of MOVED/ASK) speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain
+   *  TCP. Default 0. */
+  uint32_t tls;
+  /** 1: the server's certificate must chain to the CA (tls_ca_file /
+   *  tls_ca_dir, else the system's default CA paths) and name the server
+   *  (tls_server_name, else each node's address); a failure is SWA_UNAUTHENTICATED naming the
+   *  node and OpenSSL's reason. 0: no verification (encryption without
+   *  authentication of the server; tests only). Default 1. */
+  uint32_t tls_verify;
+  const char* tls_ca_file;     /**< PEM file of trusted CA certificates, or NULL. Default NULL. */
+  const char* tls_ca_dir;      /**< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL. */
+  /** PEM client certificate (chain) for servers that ask for one
+   *  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL. */
+  const char* tls_cert_file;
+  const char* tls_key_file;    /**< PEM private key of tls_cert_file, or NULL. Default NULL. */
+  /** Name sent as SNI and checked against the certificate (DNS name, or an IP
+   *  address checked against its IP SANs); NULL = each node's address as the
+   *  seeds and the slot map name it (one name for every node when set). Default NULL. */
+  const char* tls_server_name;

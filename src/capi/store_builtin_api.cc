@@ -104,6 +104,7 @@ SWA_API void swa_store_redis_config_init(swa_store_redis_config_t* config) {
   config->port = 6379;
   config->timeout_ms = 5000;
   config->max_connections = 8;
+  config->tls_verify = 1;
 }
 
 SWA_API swa_status_t swa_store_redis_create(const swa_store_redis_config_t* config,

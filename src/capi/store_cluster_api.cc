@@ -58,6 +58,7 @@ SWA_API void swa_store_redis_cluster_config_init(swa_store_redis_cluster_config_
   config->timeout_ms = 5000;
   config->connections_per_node = 4;
   config->max_attempts = 16;
+  config->tls_verify = 1;
 }
 
 SWA_API swa_status_t swa_store_redis_cluster_create(const swa_store_redis_cluster_config_t* config,

@@ -55,8 +55,8 @@ SIZES(swa_kv_store_t, 56);
 SIZES(swa_store_memory_config_t, 16);  // also as swa_memory_store_config_t before the rename
 SIZES(swa_store_memory_stats_t, 80);
 SIZES(swa_store_directory_config_t, 24);
-SIZES(swa_store_redis_config_t, 48);
-SIZES(swa_store_redis_cluster_config_t, 48);
+SIZES(swa_store_redis_config_t, 48, 104);  // 0.2; ACL user and TLS (after 0.2.0)
+SIZES(swa_store_redis_cluster_config_t, 48, 104);  // 0.2; ACL user and TLS (after 0.2.0)
 SIZES(swa_store_tiered_config_t, 24);
 SIZES(swa_store_tier_stats_t, 64);
 SIZES(swa_project_args_t, 72);
