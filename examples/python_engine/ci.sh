@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CI for the Python engine example: runs engine.py (gpt-oss; FP32 must be token-exact
-# and within 1e-4 of transformers, MXFP8 is reported) against the build's library.
-#   bash examples/python_engine/ci.sh [BUILD_DIR]
+# and within 1e-4 of transformers, MXFP8 is reported) against the build's library, or
+# with "prefix" the shared-prefix workload prefix_reuse.py (checkpoint and exact replay
+# token-exact, approximate replay reported; ctest python_engine_prefix).
+#   bash examples/python_engine/ci.sh [BUILD_DIR] [engine|prefix]
 # Python: examples/python_engine/venv.sh (scripts/bootstrap.sh --test creates it);
 # without it the script prints SKIP and passes.
 set -euo pipefail
@@ -20,5 +22,9 @@ fi
 export SWACACHE_LIBRARY="$build/libswacache.so" PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$repo/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
 cd "$here"
-"$py" engine.py --format all
-echo "python engine: OK"
+case "${2:-engine}" in
+  engine) "$py" engine.py --format all ;;
+  prefix) "$py" prefix_reuse.py ;;
+  *) echo "python engine: unknown workload '$2' (engine or prefix)" >&2; exit 2 ;;
+esac
+echo "python engine (${2:-engine}): OK"
