@@ -25,8 +25,11 @@ if(SWACACHE_REDIS)
 endif()
 
 if(SWA_HIREDIS_LIB)
-  message(STATUS "swacache: Redis store enabled (${SWA_HIREDIS_LIB})")
-  list(APPEND SWA_EXTRA_LIBS ${SWA_HIREDIS_LIB})
+  # TLS to Redis (src/store/redis_tls.cc, redis_connection.cc) runs on
+  # OpenSSL's libssl: Debian bookworm's hiredis 0.14 has no hiredis_ssl.
+  find_package(OpenSSL REQUIRED COMPONENTS SSL)
+  message(STATUS "swacache: Redis store enabled (${SWA_HIREDIS_LIB}; TLS through OpenSSL ${OPENSSL_VERSION})")
+  list(APPEND SWA_EXTRA_LIBS ${SWA_HIREDIS_LIB} OpenSSL::SSL)
   list(APPEND SWA_EXTRA_DEFS SWACACHE_HAVE_REDIS=1)
   include_directories(SYSTEM ${SWA_HIREDIS_INCLUDE})
 else()

@@ -14,10 +14,10 @@ set -euo pipefail
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
-pkgs=(cmake g++ ninja-build pkg-config libabsl-dev)
+pkgs=(cmake g++ ninja-build pkg-config libabsl-dev libssl-dev)
 if [ $want_test = 1 ]; then
   pkgs+=(libgtest-dev libbenchmark-dev libopenblas-dev doxygen libhiredis-dev redis-server
-         python3 python3-venv binutils bindgen golang-go ccache)
+         python3 python3-venv binutils bindgen golang-go ccache openssl)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

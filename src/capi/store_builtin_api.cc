@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "capi/error.h"
+#include "capi/redis_security.h"
 #include "capi/store_table.h"
 #include "capi/struct_versions.h"
 #include "common/status_macros.h"
@@ -119,6 +120,7 @@ SWA_API swa_status_t swa_store_redis_create(const swa_store_redis_config_t* conf
     options.port = c.port;
     options.db = c.db;
     if (c.password != nullptr) options.password = c.password;
+    SWA_RETURN_IF_ERROR(swa::capi::ReadRedisSecurity(c, &options));
     options.ttl_seconds = c.ttl_seconds;
     options.timeout_ms = c.timeout_ms;
     options.max_connections = c.max_connections;

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "capi/error.h"
+#include "capi/redis_security.h"
 #include "capi/store_table.h"
 #include "capi/struct_versions.h"
 #include "common/status_macros.h"
@@ -74,6 +75,7 @@ SWA_API swa_status_t swa_store_redis_cluster_create(const swa_store_redis_cluste
     swa::RedisClusterOptions options;
     SWA_ASSIGN_OR_RETURN(options.seeds, swa::ParseClusterNodes(c.nodes));
     if (c.password != nullptr) options.password = c.password;
+    SWA_RETURN_IF_ERROR(swa::capi::ReadRedisSecurity(c, &options));
     options.ttl_seconds = c.ttl_seconds;
     options.timeout_ms = c.timeout_ms;
     options.connections_per_node = c.connections_per_node;

@@ -1,6 +1,6 @@
 // One Redis Cluster node as the cluster store sees it: its address and a
-// connection pool (store/redis_pool.h; AUTH and, for replica reads, READONLY
-// run at connect). Thread-safe.
+// connection pool (store/redis_pool.h: plain TCP or TLS; AUTH [user] password
+// and, for replica reads, READONLY run at connect). Thread-safe.
 #pragma once
 
 #include <string>
@@ -18,13 +18,17 @@ namespace swa {
 
 class RedisNode {
  public:
-  // `max_idle` idle connections kept; `readonly`: READONLY on connect.
-  RedisNode(ClusterNodeAddress address, std::string password, uint32_t max_idle, bool readonly)
+  // `max_idle` idle connections kept; `readonly`: READONLY on connect; `tls`
+  // null: plain TCP.
+  RedisNode(ClusterNodeAddress address, std::string username, std::string password,
+            std::shared_ptr<const RedisTlsContext> tls, uint32_t max_idle, bool readonly)
       : address_(std::move(address)),
         pool_(RedisPoolOptions{.host = address_.host,
                                .port = address_.port,
                                .name = absl::StrCat("redis cluster node ", address_.ToString()),
+                               .username = std::move(username),
                                .password = std::move(password),
+                               .tls = std::move(tls),
                                .readonly = readonly,
                                .max_idle = max_idle}) {}
 

@@ -48,7 +48,18 @@ absl::StatusOr<std::unique_ptr<RedisClusterStore>> RedisClusterStore::Connect(
     return absl::InvalidArgumentError("redis cluster store: timeout_ms = 0 (use a positive timeout)");
   if (options.max_attempts == 0)
     return absl::InvalidArgumentError("redis cluster store: max_attempts = 0 (use at least 1)");
-  std::unique_ptr<RedisClusterStore> store(new RedisClusterStore(options));
+  if (!options.username.empty() && options.password.empty())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "redis cluster store: username \"%s\" without a password (AUTH username password)",
+        options.username));
+  std::shared_ptr<const RedisTlsContext> tls;
+  if (options.tls.enabled) {
+    absl::StatusOr<std::shared_ptr<const RedisTlsContext>> made =
+        RedisTlsContext::Create(options.tls, "redis cluster store");
+    if (!made.ok()) return made.status();
+    tls = std::move(*made);
+  }
+  std::unique_ptr<RedisClusterStore> store(new RedisClusterStore(options, std::move(tls)));
   {
     absl::MutexLock lock(&store->mu_);
     store->map_ = std::make_shared<SlotMap>();
@@ -68,7 +79,7 @@ std::shared_ptr<RedisNode> RedisClusterStore::NodeFor(const ClusterNodeAddress& 
   absl::MutexLock lock(&mu_);
   std::shared_ptr<RedisNode>& node = nodes_[name];
   if (node == nullptr) {
-    node = std::make_shared<RedisNode>(address, options_.password,
+    node = std::make_shared<RedisNode>(address, options_.username, options_.password, tls_,
                                        options_.connections_per_node, readonly);
   }
   return node;

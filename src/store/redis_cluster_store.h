@@ -18,12 +18,15 @@
 #include "store/cluster_hash_slot.h"
 #include "store/kv_store.h"
 #include "store/redis_cluster_node.h"
+#include "store/redis_tls.h"
 
 namespace swa {
 
 struct RedisClusterOptions {
   std::vector<ClusterNodeAddress> seeds;
+  std::string username;               // non-empty: AUTH username password (an ACL user)
   std::string password;               // empty = no AUTH
+  RedisTlsOptions tls;                // every node, redirect targets included
   uint32_t ttl_seconds = 0;
   uint32_t timeout_ms = 5000;         // deadline of one call, retries included
   uint32_t connections_per_node = 4;  // idle connections kept per node
@@ -75,7 +78,8 @@ class RedisClusterStore final : public KvStore {
   };
   enum class Access { kRead, kWrite };
 
-  explicit RedisClusterStore(RedisClusterOptions options) : options_(std::move(options)) {}
+  RedisClusterStore(RedisClusterOptions options, std::shared_ptr<const RedisTlsContext> tls)
+      : options_(std::move(options)), tls_(std::move(tls)) {}
 
   // Runs one single-key command with routing, redirects and retries.
   absl::StatusOr<RedisReply> Execute(std::string_view key, const std::vector<std::string_view>& args,
@@ -87,6 +91,7 @@ class RedisClusterStore final : public KvStore {
   std::shared_ptr<const SlotMap> CurrentMap() const;
 
   const RedisClusterOptions options_;
+  const std::shared_ptr<const RedisTlsContext> tls_;  // null: plain TCP
   mutable absl::Mutex mu_;
   std::shared_ptr<const SlotMap> map_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<RedisNode>> nodes_ ABSL_GUARDED_BY(mu_);

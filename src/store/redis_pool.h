@@ -1,7 +1,8 @@
-// A pool of hiredis connections to one Redis server: the one piece of
-// connection handling behind the single-server store (redis_store) and every
-// node of the cluster store (redis_cluster_node). A new connection runs its
-// setup (AUTH, SELECT, READONLY, PING, as configured) once; at most `max_idle`
+// A pool of connections (store/redis_connection.h: plain TCP or TLS) to one
+// Redis server: the one piece of connection handling behind the single-server
+// store (redis_store) and every node of the cluster store
+// (redis_cluster_node). A new connection runs its setup (AUTH [user]
+// password, SELECT, READONLY, PING, as configured) once; at most `max_idle`
 // idle connections are kept; a connection that fails is closed. Failures and
 // error replies become statuses that name the server.
 #pragma once
@@ -17,15 +18,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-struct redisContext;
-struct redisReply;
+#include "store/redis_connection.h"
+#include "store/redis_tls.h"
 
 namespace swa {
-
-struct RedisReplyDeleter {
-  void operator()(redisReply* r) const;
-};
-using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
 
 // A reply's text (status, error or string replies), else empty.
 std::string_view ReplyText(const redisReply& r);
@@ -36,7 +32,8 @@ bool IsTransientReply(std::string_view text);
 
 // A final error reply as a status, "<where>: server replied "<text>"": OOM is
 // RESOURCE_EXHAUSTED, NOAUTH / WRONGPASS / an AUTH complaint UNAUTHENTICATED,
-// a transient reply UNAVAILABLE, anything else UNKNOWN.
+// a transient reply UNAVAILABLE, NOPERM (an ACL user lacking the command or
+// key) PERMISSION_DENIED, anything else UNKNOWN.
 absl::Status ErrorReplyStatus(std::string_view text, std::string_view where);
 
 struct RedisPoolOptions {
@@ -44,7 +41,9 @@ struct RedisPoolOptions {
   uint32_t port = 0;
   // Starts every message, e.g. "redis store 127.0.0.1:6379".
   std::string name;
+  std::string username;   // non-empty: AUTH username password (an ACL user)
   std::string password;   // empty: no AUTH
+  std::shared_ptr<const RedisTlsContext> tls;  // null: plain TCP
   uint32_t db = 0;        // != 0: SELECT db
   bool readonly = false;  // READONLY (reads from a cluster replica)
   bool ping = false;      // PING last, so that e.g. NOAUTH shows at connect
@@ -83,14 +82,15 @@ class RedisConnectionPool {
   const std::string& name() const { return options_.name; }
 
  private:
-  absl::StatusOr<redisContext*> Connect(absl::Duration timeout) const;
-  // An idle connection with `timeout` set on its socket, or a new one.
-  absl::StatusOr<redisContext*> Take(absl::Duration timeout);
-  void Return(redisContext* c);
+  using Connection = std::unique_ptr<RedisConnection>;
+  absl::StatusOr<Connection> Connect(absl::Duration timeout) const;
+  // An idle connection, or a new one.
+  absl::StatusOr<Connection> Take(absl::Duration timeout);
+  void Return(Connection c);
 
   const RedisPoolOptions options_;
   absl::Mutex mu_;
-  std::vector<redisContext*> idle_ ABSL_GUARDED_BY(mu_);
+  std::vector<Connection> idle_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace swa

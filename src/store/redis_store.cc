@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 
 namespace swa {
 
@@ -16,10 +17,20 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Connect(const RedisStore
         absl::StrFormat("redis store: port = %u is not in 1 ... 65535", options.port));
   if (options.timeout_ms == 0)
     return absl::InvalidArgumentError("redis store: timeout_ms = 0 (use a positive timeout)");
+  if (!options.username.empty() && options.password.empty())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "redis store: username \"%s\" without a password (AUTH username password)", options.username));
+  const std::string name = absl::StrFormat("redis store %s:%u", options.host, options.port);
+  std::shared_ptr<const RedisTlsContext> tls;
+  if (options.tls.enabled) {
+    SWA_ASSIGN_OR_RETURN(tls, RedisTlsContext::Create(options.tls, name));
+  }
   RedisPoolOptions pool{.host = options.host,
                         .port = options.port,
-                        .name = absl::StrFormat("redis store %s:%u", options.host, options.port),
+                        .name = name,
+                        .username = options.username,
                         .password = options.password,
+                        .tls = std::move(tls),
                         .db = options.db,
                         .ping = true,
                         .max_idle = options.max_connections};

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "store/kv_store.h"
 #include "store/redis_pool.h"
+#include "store/redis_tls.h"
 
 namespace swa {
 
@@ -18,7 +19,9 @@ struct RedisStoreOptions {
   std::string host = "127.0.0.1";
   uint32_t port = 6379;
   uint32_t db = 0;
+  std::string username;  // non-empty: AUTH username password (an ACL user); needs password
   std::string password;  // empty = no AUTH
+  RedisTlsOptions tls;   // tls.enabled = false: plain TCP
   uint32_t ttl_seconds = 0;
   uint32_t timeout_ms = 5000;
   uint32_t max_connections = 8;  // idle connections kept

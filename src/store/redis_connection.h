@@ -1,0 +1,85 @@
+// One connection to a Redis server, plain TCP or TLS, on our own socket:
+// commands are encoded with hiredis's redisFormatCommandArgv and replies
+// parsed with its redisReader (read.h), so the two transports behave the same
+// (timeouts, error statuses). TLS is OpenSSL's SSL API over a non-blocking
+// socket (store/redis_tls.h). Not thread-safe: one user at a time (the pool
+// hands it out).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "store/redis_tls.h"
+
+struct redisReply;
+struct redisReader;
+struct ssl_st;
+
+namespace swa {
+
+struct RedisReplyDeleter {
+  void operator()(redisReply* r) const;
+};
+using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
+
+class RedisConnection {
+ public:
+  // TCP connect to host:port (every address it resolves to), then the TLS
+  // handshake when `tls` is set, within `timeout` in all. Failures name
+  // `name`: UNAVAILABLE (refused, unreachable, a handshake that fails, e.g.
+  // against a plain-TCP port), DEADLINE_EXCEEDED (timed out),
+  // UNAUTHENTICATED (the server's certificate fails verification, or the
+  // server refuses ours).
+  static absl::StatusOr<std::unique_ptr<RedisConnection>> Open(
+      const std::string& host, uint32_t port, std::shared_ptr<const RedisTlsContext> tls,
+      std::string name, absl::Duration timeout);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Writes every command (one buffer: a pipeline when several) within
+  // `timeout`. `what` names the command in messages.
+  absl::Status Send(absl::Span<const std::vector<std::string_view>> commands,
+                    absl::Duration timeout);
+  // Reads the next reply (error replies are replies) within `timeout`.
+  // UNAVAILABLE when the server closes the connection or TLS fails mid-stream,
+  // DEADLINE_EXCEEDED on a timeout; the connection is unusable after either.
+  absl::StatusOr<RedisReply> Read(std::string_view what, absl::Duration timeout);
+
+  // Send of one command, then Read.
+  absl::StatusOr<RedisReply> Command(const std::vector<std::string_view>& args,
+                                     absl::Duration timeout);
+
+  bool tls() const { return ssl_ != nullptr; }
+
+ private:
+  RedisConnection(int fd, std::string name);
+  // Waits until fd_ is readable (or writable) or `deadline`: false on timeout.
+  bool Wait(bool write, absl::Time deadline) const;
+  absl::Status Handshake(std::shared_ptr<const RedisTlsContext> tls, const std::string& host,
+                         absl::Time deadline);
+  // The status of a failed TLS call (ret from SSL_*) or socket call.
+  absl::Status TlsFailure(int ret, std::string_view what) const;
+  // A connection closed or reset before the first reply: the usual refusal
+  // of a missing client certificate (TLS 1.3: after the handshake) or of a
+  // plain-TCP client on a TLS port; says which.
+  absl::Status RefusedBeforeAnyReply(absl::Status s) const;
+
+  int fd_;
+  ssl_st* ssl_ = nullptr;
+  std::shared_ptr<const RedisTlsContext> tls_;  // keeps the SSL_CTX alive
+  redisReader* reader_ = nullptr;
+  std::string name_;
+  std::string server_name_;  // the name verified (TLS)
+  uint64_t replies_read_ = 0;
+  bool client_cert_requested_ = false;  // set by OpenSSL's callback (redis_tls.cc)
+  std::vector<char> buf_;
+};
+
+}  // namespace swa
