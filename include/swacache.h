@@ -251,6 +251,27 @@ typedef struct swa_config {
    *  The caller keeps ownership and must keep it alive until destroy. */
   void* pool;
   size_t pool_bytes;          /**< Size of `pool` in bytes. */
+  /* Appended after 0.2.0 (a struct_size without them means: no store secret,
+   * no store namespace). */
+  /** Optional secret for authenticated blobs (docs/store.md, "Threat model"):
+   *  when set, every blob this cache saves carries an HMAC-SHA-256 tag over its
+   *  header, its full store key and its payload, and every restore verifies the
+   *  tag before the slot is touched (a missing or wrong tag: SWA_DATA_LOSS,
+   *  slot unchanged). NULL with store_secret_len 0 (the default) = no tag;
+   *  otherwise 16 ... 1024 bytes. Copied by swa_cache_create(), which wipes its
+   *  copy on swa_cache_destroy(); the caller's buffer is borrowed during the
+   *  call only. The tag authenticates; it does not encrypt. */
+  const uint8_t* store_secret;
+  size_t store_secret_len;    /**< Bytes of `store_secret`. Default 0. */
+  /** Optional tenant namespace: prefixed by the library to every store key of
+   *  this cache (save, save_at, restore, exists, remove, probe), so that caches
+   *  with different namespaces never see each other's blobs in a shared store,
+   *  even under equal engine keys. NULL with store_namespace_len 0 (the
+   *  default) = no namespace (keys as before); otherwise 1 ... 256 bytes of any
+   *  value. The store key is "ns" + decimal length + ":" + namespace + the
+   *  un-namespaced key (docs/store.md, "Keys"). Copied by swa_cache_create(). */
+  const uint8_t* store_namespace;
+  size_t store_namespace_len; /**< Bytes of `store_namespace`. Default 0. */
 } swa_config_t;
 
 /** \brief Fill *config with the defaults listed on swa_config_t (no layers).

@@ -27,6 +27,7 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Create(const ModelSpec& spec,
 
   std::unique_ptr<Cache> cache(new Cache(std::move(layout), std::move(backend)));
   for (const LayerSpec& l : spec.layers) cache->rope_.push_back(MakeRopeTable(l.rope));
+  cache->store_security_ = options.store_security;
   const Layout& lay = cache->layout_;
   if (options.pool != nullptr) {
     const auto addr = reinterpret_cast<uintptr_t>(options.pool);

@@ -29,6 +29,7 @@ struct CacheOptions {
   unsigned num_threads = 0;
   void* pool = nullptr;    // caller-provided pool memory, or nullptr
   size_t pool_bytes = 0;
+  BlobStoreSecurity store_security;  // namespace and secret of every store attached
 };
 
 class Cache {
@@ -60,6 +61,8 @@ class Cache {
   void SetStore(std::shared_ptr<BlobStore> store);
   // The attached store; FAILED_PRECONDITION when there is none.
   absl::StatusOr<std::shared_ptr<BlobStore>> store() const;
+  // The namespace and secret every store attached to this cache gets.
+  const BlobStoreSecurity& store_security() const { return store_security_; }
   // What cache/slot_io.h needs to save or restore one of this cache's slots.
   SlotIo slot_io() { return SlotIo{&layout_, &slots_, backend_.get(), pool_, &store_staging_}; }
   // ---- end of the external KV store block ------------------------------------
@@ -79,6 +82,7 @@ class Cache {
   mutable absl::Mutex store_mu_;
   std::shared_ptr<BlobStore> store_ ABSL_GUARDED_BY(store_mu_);
   StagingPool store_staging_;
+  BlobStoreSecurity store_security_;
   // ---- end of the external KV store block ------------------------------------
 };
 

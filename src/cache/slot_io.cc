@@ -91,15 +91,17 @@ absl::Status RestoreSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std:
   // the slot still belongs to the caller.
   SWA_ASSIGN_OR_RETURN(const uint32_t generation, io.slots->Generation(slot));
   const BlobExpectation expect{io.layout->fingerprint(), io.layout->stored_bytes()};
-  StagingPool::Lease staging = io.staging->Acquire(kBlobHeaderBytes + expect.payload_bytes);
+  StagingPool::Lease staging = io.staging->Acquire(store.BlobBytes(expect.payload_bytes));
   uint8_t* header = staging.data();
   uint8_t* payload = header + kBlobHeaderBytes;
+  uint8_t* tag = store.tagged() ? payload + expect.payload_bytes : nullptr;
   // A reused buffer may hold an earlier valid blob: clear its header so that a
   // store that returns OK without writing cannot pass the old blob off.
   std::memset(header, 0, kBlobHeaderBytes);
-  SWA_ASSIGN_OR_RETURN(BlobHeader blob, store.ReadBlob(key, expect, header, payload));
+  SWA_ASSIGN_OR_RETURN(BlobHeader blob, store.ReadBlob(key, expect, header, payload, tag));
 
-  // Verified: only now is the slot touched, marked busy and outside the lock.
+  // Verified (and authenticated when the store has a secret): only now is the
+  // slot touched, marked busy and outside the lock.
   SWA_RETURN_IF_ERROR(io.slots->BeginWrite(slot, generation));
   absl::Status copied;
   if (io.backend->HostAddressable())

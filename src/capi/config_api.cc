@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/struct_versions.h"
+#include "store/blob_auth.h"
 #include "common/status_macros.h"
 
 namespace swa::capi {
@@ -99,6 +101,27 @@ absl::Status ConvertConfig(const swa_config_t* config, ModelSpec* spec, CacheOpt
   options->num_threads = c.num_threads;
   options->pool = c.pool;
   options->pool_bytes = c.pool_bytes;
+
+  // Authenticated blobs and tenant namespace (docs/store.md, "Threat model").
+  if ((c.store_secret == nullptr) != (c.store_secret_len == 0))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "store_secret = %p with store_secret_len = %u: give both or neither", c.store_secret,
+        c.store_secret_len));
+  if (c.store_secret != nullptr) {
+    SWA_ASSIGN_OR_RETURN(options->store_security.secret,
+                         BlobSecret::Create(absl::MakeConstSpan(c.store_secret, c.store_secret_len),
+                                            "store_secret"));
+  }
+  if ((c.store_namespace == nullptr) != (c.store_namespace_len == 0))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "store_namespace = %p with store_namespace_len = %u: give both or neither",
+        c.store_namespace, c.store_namespace_len));
+  if (c.store_namespace != nullptr) {
+    const std::string_view ns(reinterpret_cast<const char*>(c.store_namespace),
+                              c.store_namespace_len);
+    SWA_RETURN_IF_ERROR(CheckStoreNamespace(ns, "store_namespace"));
+    options->store_security.name_space.assign(ns.data(), ns.size());
+  }
   return absl::OkStatus();
 }
 

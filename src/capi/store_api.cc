@@ -47,8 +47,8 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
     }
     SWA_ASSIGN_OR_RETURN(const swa_kv_store_t table, swa::capi::ReadStruct(store, "store"));
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::KvStore> kv, swa::capi::AdoptTable(table));
-    cache->impl->SetStore(std::make_shared<swa::BlobStore>(std::move(kv),
-                                                           cache->impl->layout().fingerprint()));
+    cache->impl->SetStore(std::make_shared<swa::BlobStore>(
+        std::move(kv), cache->impl->layout().fingerprint(), cache->impl->store_security()));
     return absl::OkStatus();
   });
 }

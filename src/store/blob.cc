@@ -47,6 +47,7 @@ void EncodeBlobHeader(const BlobHeader& h, const uint8_t* payload, uint8_t out[k
   PutLe<uint64_t>(out + 24, h.payload_bytes);
   PutLe<int32_t>(out + 32, h.ring_high);
   PutLe<uint64_t>(out + kBlobKeyHashOffset, h.key_hash);
+  PutLe<uint32_t>(out + kBlobFlagsOffset, h.flags);
   PutLe<uint32_t>(out + kBlobChecksumOffset, BlobChecksum(out, payload, h.payload_bytes));
 }
 
@@ -66,14 +67,15 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
         "blob format version is 1, this library reads version %u only: version 1 blobs do not "
         "record their key, so they cannot be verified; save the slot again",
         kBlobVersion));
-  if (h.version != kBlobVersion)
+  if (h.version < kBlobOldestReadVersion || h.version > kBlobVersion)
     return absl::FailedPreconditionError(absl::StrFormat(
-        "blob format version is %u, this library reads version %u", h.version, kBlobVersion));
+        "blob format version is %u, this library reads versions %u ... %u", h.version,
+        kBlobOldestReadVersion, kBlobVersion));
   const uint16_t header_bytes = GetLe<uint16_t>(hdr + 6);
   if (header_bytes != kBlobHeaderBytes)
     return absl::DataLossError(absl::StrFormat(
         "blob header size field is %u, version %u headers are %u bytes", header_bytes,
-        kBlobVersion, kBlobHeaderBytes));
+        h.version, kBlobHeaderBytes));
   h.fingerprint = GetLe<uint64_t>(hdr + 8);
   h.written_end = GetLe<int32_t>(hdr + 16);
   h.valid_start = GetLe<int32_t>(hdr + 20);
@@ -81,6 +83,9 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
   h.ring_high = GetLe<int32_t>(hdr + 32);
   h.key_hash = GetLe<uint64_t>(hdr + kBlobKeyHashOffset);
   h.checksum = GetLe<uint32_t>(hdr + kBlobChecksumOffset);
+  // Version 2 had no flags: its bytes 44-47 are reserved, checked below.
+  const size_t reserved_from = h.version >= 3 ? kBlobReservedOffset : kBlobFlagsOffset;
+  if (h.version >= 3) h.flags = GetLe<uint32_t>(hdr + kBlobFlagsOffset);
   if (h.payload_bytes != payload_len)
     return absl::DataLossError(absl::StrFormat(
         "blob holds %u payload bytes but its header says %u: truncated or extended", payload_len,
@@ -90,7 +95,12 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
     return absl::DataLossError(absl::StrFormat(
         "blob checksum mismatch: header says 0x%08x, the %u bytes give 0x%08x (corrupt)",
         h.checksum, kBlobHeaderBytes + payload_len, computed));
-  for (size_t i = kBlobReservedOffset; i < kBlobChecksumOffset; ++i)
+  if ((h.flags & ~kBlobFlagTagged) != 0)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "blob flags are 0x%08x, this library knows 0x%08x only: written by an incompatible "
+        "writer",
+        h.flags, kBlobFlagTagged));
+  for (size_t i = reserved_from; i < kBlobChecksumOffset; ++i)
     if (hdr[i] != 0)
       return absl::FailedPreconditionError(absl::StrFormat(
           "blob header byte %u is 0x%02x, not zero: written by an incompatible writer", i,

@@ -2,13 +2,15 @@
 // 64-byte little-endian header followed by the payload (the stored bytes).
 //
 //   0  "SWAB"              4 magic
-//   4  u16 version (2)     6 u16 header bytes (64)
+//   4  u16 version (3)     6 u16 header bytes (64)
 //   8  u64 layout fingerprint
 //  16  i32 written_end    20 i32 valid_start
 //  24  u64 payload bytes
 //  32  i32 ring_high (highest position + 1 ever stored in the rings)
 //  36  u64 key hash (BlobKeyHash of the engine key the blob was saved under)
-//  44  16 reserved bytes, zero
+//  44  u32 flags (version 3; bit 0 kBlobFlagTagged: a 32-byte HMAC-SHA-256 tag
+//      follows the payload, store/blob_auth.h; other bits zero)
+//  48  12 reserved bytes, zero
 //  60  u32 CRC32C of header bytes [0, 60) followed by the payload
 #pragma once
 
@@ -22,10 +24,15 @@ namespace swa {
 
 inline constexpr size_t kBlobHeaderBytes = 64;
 // Version 2 added the key hash; version 1 blobs (no key) are refused.
-inline constexpr uint16_t kBlobVersion = 2;
+// Version 3 added the flags (bytes 44-47, reserved and zero in version 2):
+// version 2 blobs are still read, as untagged blobs.
+inline constexpr uint16_t kBlobVersion = 3;
+inline constexpr uint16_t kBlobOldestReadVersion = 2;
 inline constexpr uint8_t kBlobMagic[4] = {'S', 'W', 'A', 'B'};
 inline constexpr size_t kBlobKeyHashOffset = 36;
-inline constexpr size_t kBlobReservedOffset = 44;
+inline constexpr size_t kBlobFlagsOffset = 44;
+inline constexpr size_t kBlobReservedOffset = 48;
+inline constexpr uint32_t kBlobFlagTagged = 1;
 inline constexpr size_t kBlobChecksumOffset = 60;
 
 struct BlobHeader {
@@ -36,6 +43,7 @@ struct BlobHeader {
   int32_t ring_high = 0;
   uint64_t payload_bytes = 0;
   uint64_t key_hash = 0;
+  uint32_t flags = 0;
   uint32_t checksum = 0;
 };
 

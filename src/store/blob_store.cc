@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 
 namespace swa {
 namespace {
@@ -29,7 +31,8 @@ absl::Status BlobStore::CheckKey(std::string_view key) {
 }
 
 std::string BlobStore::FullKey(std::string_view key) const {
-  std::string full = absl::StrFormat("%016x:", fingerprint_);
+  std::string full = prefix_;
+  absl::StrAppendFormat(&full, "%016x:", fingerprint_);
   full.append(key.data(), key.size());
   return full;
 }
@@ -86,37 +89,89 @@ absl::Status BlobStore::WriteBlob(std::string_view key, const BlobHeader& header
                                   const uint8_t* payload) {
   BlobHeader bound = header;
   bound.key_hash = BlobKeyHash(key);
+  bound.flags = tagged() ? kBlobFlagTagged : 0;
   uint8_t head[kBlobHeaderBytes];
   EncodeBlobHeader(bound, payload, head);
-  const ConstByteSpan pieces[2] = {ConstByteSpan(head, sizeof head),
-                                   ConstByteSpan(payload, header.payload_bytes)};
-  return Put(key, pieces);
+  uint8_t tag[kBlobTagBytes];
+  if (tagged()) {
+    const std::string full = FullKey(key);
+    SWA_RETURN_IF_ERROR(security_.secret->Tag(head, full, payload, header.payload_bytes, tag));
+  }
+  const ConstByteSpan pieces[3] = {ConstByteSpan(head, sizeof head),
+                                   ConstByteSpan(payload, header.payload_bytes),
+                                   ConstByteSpan(tag, sizeof tag)};
+  return Put(key, absl::MakeConstSpan(pieces, tagged() ? 3 : 2));
 }
 
 absl::StatusOr<BlobHeader> BlobStore::ReadBlob(std::string_view key, const BlobExpectation& expect,
-                                               uint8_t* header_buf, uint8_t* payload_buf) {
+                                               uint8_t* header_buf, uint8_t* payload_buf,
+                                               uint8_t* tag_buf) {
   BlobExpectation keyed = expect;
   keyed.key_hash = BlobKeyHash(key);
-  const ByteSpan pieces[2] = {ByteSpan(header_buf, kBlobHeaderBytes),
-                              ByteSpan(payload_buf, keyed.payload_bytes)};
-  absl::StatusOr<uint64_t> blob_size = Get(key, pieces);
+  const std::string full = FullKey(key);
+  auto named = [&](const absl::Status& s) {
+    return absl::Status(s.code(),
+                        absl::StrFormat("key \"%s\": %s", PrintableKey(full), s.message()));
+  };
+  const ByteSpan pieces[3] = {ByteSpan(header_buf, kBlobHeaderBytes),
+                              ByteSpan(payload_buf, keyed.payload_bytes),
+                              ByteSpan(tag_buf, tagged() ? kBlobTagBytes : 0)};
+  absl::StatusOr<uint64_t> blob_size = Get(key, absl::MakeConstSpan(pieces, tagged() ? 3 : 2));
   if (!blob_size.ok()) return blob_size.status();
-  if (*blob_size != kBlobHeaderBytes + keyed.payload_bytes)
+  if (*blob_size != BlobBytes(keyed.payload_bytes))
     return ExplainSizeMismatch(key, *blob_size, keyed);
+  if (tagged()) {
+    // The tag first: nothing an adversary wrote is interpreted before it holds.
+    absl::Status auth =
+        security_.secret->Verify(header_buf, full, payload_buf, keyed.payload_bytes, tag_buf);
+    if (!auth.ok()) return named(auth);
+  }
   absl::StatusOr<BlobHeader> h = VerifyBlob(header_buf, payload_buf, keyed.payload_bytes, keyed);
-  if (h.ok()) return h;
-  return absl::Status(h.status().code(), absl::StrFormat("key \"%s\": %s",
-                                                         PrintableKey(FullKey(key)),
-                                                         h.status().message()));
+  if (!h.ok()) return named(h.status());
+  const bool has_tag = (h->flags & kBlobFlagTagged) != 0;
+  if (has_tag && !tagged())
+    return named(absl::DataLossError(
+        "blob is flagged as HMAC-tagged but arrived without its tag (stripped), or was saved "
+        "by a cache with a store secret; this cache has none"));
+  if (!has_tag && tagged())  // only a writer holding the secret could get here
+    return named(absl::DataLossError("blob has a valid tag but is not flagged as tagged"));
+  return h;
 }
 
 absl::Status BlobStore::ExplainSizeMismatch(std::string_view key, uint64_t blob_size,
                                             const BlobExpectation& expect) {
   const std::string where = absl::StrFormat("blob \"%s\" is %u bytes, this cache's blobs are %u",
                                             PrintableKey(FullKey(key)), blob_size,
-                                            kBlobHeaderBytes + expect.payload_bytes);
+                                            BlobBytes(expect.payload_bytes));
   if (blob_size < kBlobHeaderBytes)
     return absl::DataLossError(absl::StrFormat("%s: shorter than a header, truncated", where));
+  // The size of this layout's blob with a tag when this cache has none, or
+  // without one when it has one: read it (never more than a tagged blob) to
+  // say which.
+  const uint64_t untagged_bytes = kBlobHeaderBytes + expect.payload_bytes;
+  if (tagged() ? blob_size == untagged_bytes : blob_size == untagged_bytes + kBlobTagBytes) {
+    std::vector<uint8_t> blob(blob_size);
+    const ByteSpan whole[1] = {ByteSpan(blob.data(), blob.size())};
+    absl::StatusOr<uint64_t> again = Get(key, whole);
+    if (!again.ok()) return again.status();
+    if (*again == blob_size) {
+      absl::StatusOr<BlobHeader> h = VerifyBlob(blob.data(), untagged_bytes, expect);
+      if (tagged())
+        return absl::DataLossError(absl::StrFormat(
+            "%s: %s", where,
+            h.ok() ? "an untagged blob, and this cache has a store secret: saved without the "
+                     "secret (or its tag stripped); refused"
+                   : absl::StrCat("no valid HMAC tag (", h.status().message(), ")")));
+      if (h.ok() && (h->flags & kBlobFlagTagged) != 0)
+        return absl::DataLossError(absl::StrFormat(
+            "%s: an HMAC-tagged blob, saved by a cache with a store secret; this cache has none "
+            "(set the same store_secret to read it)",
+            where));
+    }
+  }
+  // With a secret, nothing without a valid tag is anything but lost.
+  if (tagged())
+    return absl::DataLossError(absl::StrFormat("%s: no valid HMAC-tagged blob of this layout", where));
   // Never allocate more than this cache's blobs take, whatever the store claims.
   if (blob_size > kBlobHeaderBytes + expect.payload_bytes)
     return absl::FailedPreconditionError(absl::StrFormat(

@@ -1,6 +1,7 @@
-// One cache's view of its KV store: keys prefixed with the layout
-// fingerprint, store errors named by call and key, and verified blobs
-// (header + payload) written and read. Owns the KvStore: dropping the last
+// One cache's view of its KV store: keys prefixed with the cache's namespace
+// and layout fingerprint, store errors named by call and key, and verified
+// blobs (header + payload, + an HMAC tag when the cache has a store secret:
+// store/blob_auth.h) written and read. Owns the KvStore: dropping the last
 // reference destroys it (for an engine's table, that calls release once).
 #pragma once
 
@@ -12,30 +13,45 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "store/blob.h"
+#include "store/blob_auth.h"
 #include "store/kv_store.h"
 
 namespace swa {
 
 class BlobStore {
  public:
-  BlobStore(std::unique_ptr<KvStore> store, uint64_t fingerprint)
-      : store_(std::move(store)), fingerprint_(fingerprint) {}
+  BlobStore(std::unique_ptr<KvStore> store, uint64_t fingerprint,
+            BlobStoreSecurity security = {})
+      : store_(std::move(store)),
+        fingerprint_(fingerprint),
+        security_(std::move(security)),
+        prefix_(StoreNamespacePrefix(security_.name_space)) {}
   BlobStore(const BlobStore&) = delete;
   BlobStore& operator=(const BlobStore&) = delete;
 
   // INVALID_ARGUMENT unless 1 <= key.size() <= kMaxKeyBytes.
   static absl::Status CheckKey(std::string_view key);
-  // "<16 hex digits of the fingerprint>:" + key.
+  // StoreNamespacePrefix(namespace) + "<16 hex digits of the fingerprint>:" + key.
   std::string FullKey(std::string_view key) const;
+  // Bytes of a whole blob of `payload_bytes` as this store writes it.
+  uint64_t BlobBytes(uint64_t payload_bytes) const {
+    return kBlobHeaderBytes + payload_bytes + (tagged() ? kBlobTagBytes : 0);
+  }
+  bool tagged() const { return security_.secret != nullptr; }
 
-  // One blob = header (computed here) + `payload` (host memory, read in place).
-  // header.key_hash is ignored: the blob is bound to `key` here.
+  // One blob = header (computed here) + `payload` (host memory, read in place)
+  // + the HMAC tag when tagged(). header.key_hash and header.flags are
+  // ignored: the blob is bound to `key` here.
   absl::Status WriteBlob(std::string_view key, const BlobHeader& header, const uint8_t* payload);
   // Reads the blob under `key` into `header_buf` + `payload_buf` (expect.payload_bytes)
+  // + `tag_buf` (kBlobTagBytes; used when tagged(), may be nullptr otherwise)
   // and verifies all of it, against the hash of `key` (expect.key_hash is
-  // ignored); explains a blob of the wrong size by its header. Errors name the key.
+  // ignored); explains a blob of the wrong size by its header. When tagged(),
+  // the tag is checked first, and any blob without a valid tag is DATA_LOSS;
+  // when not, a tagged blob is DATA_LOSS. Errors name the key.
   absl::StatusOr<BlobHeader> ReadBlob(std::string_view key, const BlobExpectation& expect,
-                                      uint8_t* header_buf, uint8_t* payload_buf);
+                                      uint8_t* header_buf, uint8_t* payload_buf,
+                                      uint8_t* tag_buf);
   absl::StatusOr<bool> Exists(std::string_view key);
   // The index of the first of `keys` (engine keys, each checked) present, -1
   // when none is (KvStore::FirstPresent); a store error names the key and its index.
@@ -55,6 +71,8 @@ class BlobStore {
 
   std::unique_ptr<KvStore> store_;
   uint64_t fingerprint_;
+  BlobStoreSecurity security_;
+  std::string prefix_;  // StoreNamespacePrefix(security_.name_space)
 };
 
 }  // namespace swa

@@ -40,7 +40,7 @@ constexpr bool kX86_64 = false;
                 #T " changed size: append the new size to its list here")
 SIZES(swa_layer_desc_t, 56, 96, 104);  // 0.1 (82e0b87); RoPE and soft-cap (cac1c0f);
                                        // softmax_scale and reserved (after 0.2.0)
-SIZES(swa_config_t, 72);
+SIZES(swa_config_t, 72, 104);  // 0.2; store_secret, store_namespace (after 0.2.0)
 SIZES(swa_layout_t, 80);
 SIZES(swa_layer_layout_t, 72);
 SIZES(swa_tensor_view_t, 96);

@@ -5,6 +5,7 @@
 // deterministic mutation fuzz of the parser (also run under ASan/UBSan).
 #include <cstdint>
 #include <random>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,7 @@ TEST(Blob, HeaderLayoutMatchesIndependentDecoder) {
   const std::vector<uint8_t> blob = MakeBlob(777, 1, 5000, 4000, 5003);
   const uint8_t* h = blob.data();
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(h), 4), "SWAB");
-  EXPECT_EQ(ReadLe(h + 4, 2), 2u);
+  EXPECT_EQ(ReadLe(h + 4, 2), 3u);
   EXPECT_EQ(ReadLe(h + 6, 2), 64u);
   EXPECT_EQ(ReadLe(h + 8, 8), kFingerprint);
   EXPECT_EQ(ReadLe(h + 16, 4), 5000u);
@@ -56,7 +57,8 @@ TEST(Blob, HeaderLayoutMatchesIndependentDecoder) {
   EXPECT_EQ(ReadLe(h + 24, 8), 777u);
   EXPECT_EQ(ReadLe(h + 32, 4), 5003u);
   EXPECT_EQ(ReadLe(h + 36, 8), kKeyHash);
-  for (int i = 44; i < 60; ++i) EXPECT_EQ(h[i], 0) << "reserved byte " << i;
+  EXPECT_EQ(ReadLe(h + 44, 4), 0u);  // flags: untagged
+  for (int i = 48; i < 60; ++i) EXPECT_EQ(h[i], 0) << "reserved byte " << i;
   uint32_t crc = ReferenceCrc32c(h, 60);
   crc = ReferenceCrc32c(h + 64, 777, crc);
   EXPECT_EQ(ReadLe(h + 60, 4), crc);
@@ -77,17 +79,35 @@ TEST(Blob, GoldenHeaderBytes) {
   uint8_t out[kBlobHeaderBytes];
   EncodeBlobHeader(h, payload, out);
   const uint8_t golden[kBlobHeaderBytes] = {
-      0x53, 0x57, 0x41, 0x42, 0x02, 0x00, 0x40, 0x00,  // "SWAB", version 2, 64
+      0x53, 0x57, 0x41, 0x42, 0x03, 0x00, 0x40, 0x00,  // "SWAB", version 3, 64
       0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01,  // fingerprint
       0x88, 0x13, 0x00, 0x00, 0xa0, 0x0f, 0x00, 0x00,  // written_end, valid_start
       0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // payload bytes
       0x8b, 0x13, 0x00, 0x00, 0x63, 0x26, 0x8f, 0xba,  // ring_high, key hash
-      0xad, 0x76, 0xf3, 0x0c, 0x00, 0x00, 0x00, 0x00,  // key hash, reserved
+      0xad, 0x76, 0xf3, 0x0c, 0x00, 0x00, 0x00, 0x00,  // key hash, flags
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // reserved
-      0x00, 0x00, 0x00, 0x00, 0xeb, 0x9a, 0xcb, 0xe5,  // reserved, CRC32C
+      0x00, 0x00, 0x00, 0x00, 0xe9, 0x75, 0xc5, 0x91,  // reserved, CRC32C
   };
   for (size_t i = 0; i < kBlobHeaderBytes; ++i) EXPECT_EQ(out[i], golden[i]) << "byte " << i;
   EXPECT_TRUE(VerifyBlob(golden, payload, sizeof payload, Expect(sizeof payload)).ok());
+  // The same blob as version 2 wrote it (before the flags) is still read.
+  uint8_t v2[kBlobHeaderBytes];
+  std::memcpy(v2, golden, sizeof v2);
+  v2[4] = 0x02;
+  const uint8_t v2_crc[4] = {0xeb, 0x9a, 0xcb, 0xe5};
+  std::memcpy(v2 + 60, v2_crc, 4);
+  absl::StatusOr<BlobHeader> old = VerifyBlob(v2, payload, sizeof payload, Expect(sizeof payload));
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->version, 2);
+  EXPECT_EQ(old->flags, 0u);
+  // Flags bit 0 (tagged), computed independently: only the flags and CRC change.
+  h.flags = kBlobFlagTagged;
+  EncodeBlobHeader(h, payload, out);
+  const uint8_t tagged_crc[4] = {0x67, 0xb7, 0x8a, 0x2b};
+  for (size_t i = 0; i < kBlobHeaderBytes; ++i) {
+    const uint8_t want = i == 44 ? 1 : i >= 60 ? tagged_crc[i - 60] : golden[i];
+    EXPECT_EQ(out[i], want) << "tagged, byte " << i;
+  }
 }
 
 // FNV-1a 64: the published vectors (the empty key is the offset basis), and
@@ -125,9 +145,11 @@ TEST(Blob, EveryHeaderBitFlipIsRejected) {
     b[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
     absl::StatusOr<BlobHeader> h = VerifyBlob(b.data(), b.size(), Expect(1000));
     ASSERT_FALSE(h.ok()) << "bit " << bit;
-    const absl::StatusCode want = (bit / 8 == 4 || bit / 8 == 5)
-                                      ? absl::StatusCode::kFailedPrecondition  // version field
-                                      : absl::StatusCode::kDataLoss;
+    // A version this library does not read: FAILED_PRECONDITION; 3 -> 2 is
+    // read, and its checksum fails.
+    const bool other_version = (bit / 8 == 4 || bit / 8 == 5) && bit != 32;
+    const absl::StatusCode want =
+        other_version ? absl::StatusCode::kFailedPrecondition : absl::StatusCode::kDataLoss;
     EXPECT_EQ(h.status().code(), want) << "bit " << bit << ": " << h.status();
   }
 }
@@ -170,10 +192,17 @@ TEST(Blob, PreciseErrors) {
   EXPECT_EQ(code(clean, {kFingerprint ^ 1, 256, kKeyHash}), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(code(clean, {kFingerprint, 512, kKeyHash}), absl::StatusCode::kFailedPrecondition);
   // Another version, even with a valid checksum.
-  std::vector<uint8_t> v3 = clean;
-  WriteLe(&v3[4], 3, 2);
-  ResealBlob(v3);
-  EXPECT_EQ(code(v3, expect), absl::StatusCode::kFailedPrecondition);
+  std::vector<uint8_t> v4 = clean;
+  WriteLe(&v4[4], 4, 2);
+  ResealBlob(v4);
+  EXPECT_EQ(code(v4, expect), absl::StatusCode::kFailedPrecondition);
+  // Unknown flag bits under a valid checksum: an incompatible writer.
+  for (int bit = 1; bit < 32; ++bit) {
+    std::vector<uint8_t> flags = clean;
+    WriteLe(&flags[kBlobFlagsOffset], uint64_t{1} << bit, 4);
+    ResealBlob(flags);
+    EXPECT_EQ(code(flags, expect), absl::StatusCode::kFailedPrecondition) << "flag bit " << bit;
+  }
   // Non-zero reserved bytes under a valid checksum: an incompatible writer.
   for (size_t i = kBlobReservedOffset; i < kBlobChecksumOffset; ++i) {
     std::vector<uint8_t> reserved = clean;

@@ -226,6 +226,24 @@ pub struct Config {
     pub num_threads: u32,
     /// Layers in model order; the index is the layer id.
     pub layers: Vec<LayerDesc>,
+    /// Store secret for authenticated blobs (`store_secret`): empty = none,
+    /// else 16 ... 1024 bytes. Every blob saved carries an HMAC-SHA-256 tag and
+    /// a restore refuses one without a valid tag ([`Code::DataLoss`]). It
+    /// authenticates, it does not encrypt (docs/store.md, "Threat model").
+    pub store_secret: StoreSecret,
+    /// Tenant namespace prefixed to every store key (`store_namespace`):
+    /// empty = none, else 1 ... 256 bytes.
+    pub store_namespace: Vec<u8>,
+}
+
+/// The bytes of a store secret; its `Debug` prints the length only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct StoreSecret(pub Vec<u8>);
+
+impl std::fmt::Debug for StoreSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoreSecret({} bytes)", self.0.len())
+    }
 }
 
 impl Default for Config {
@@ -244,6 +262,8 @@ impl Default for Config {
             scale_mode: ScaleMode::from_raw(c.scale_mode).unwrap_or(ScaleMode::Ceil),
             num_threads: c.num_threads,
             layers: Vec::new(),
+            store_secret: StoreSecret::default(),
+            store_namespace: Vec::new(),
         }
     }
 }
@@ -266,6 +286,14 @@ impl Config {
             layers: if layers.is_empty() { std::ptr::null() } else { layers.as_ptr() },
             pool: std::ptr::null_mut(),
             pool_bytes: 0,
+            store_secret: if self.store_secret.0.is_empty() { std::ptr::null() } else { self.store_secret.0.as_ptr() },
+            store_secret_len: self.store_secret.0.len(),
+            store_namespace: if self.store_namespace.is_empty() {
+                std::ptr::null()
+            } else {
+                self.store_namespace.as_ptr()
+            },
+            store_namespace_len: self.store_namespace.len(),
         }
     }
 }

@@ -48,7 +48,7 @@ mod store_tiered;
 pub use cache::{Cache, SlotInfo};
 pub use config::{
     Backend, CacheStats, Config, Dtype, Format, LayerDesc, LayerLayout, LayerRole, Layout, RopeStyle, ScaleMode,
-    TensorView,
+    StoreSecret, TensorView,
 };
 pub use error::{Code, Error, Result};
 pub use merge::{attention_merge, attention_merge_into, MergeArgs};
