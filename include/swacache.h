@@ -1721,6 +1721,30 @@ typedef struct swa_store_redis_config {
   uint32_t ttl_seconds;       /**< Expiry of each blob (SET ... EX); 0 = none. Default 0. */
   uint32_t timeout_ms;        /**< Connect and command timeout. Default 5000. */
   uint32_t max_connections;   /**< Idle connections kept for reuse. Default 8. */
+  /* Appended after 0.2.0 (a struct_size without them means: the default
+   * user, plain TCP). docs/store.md, "Redis TLS and ACL users". */
+  /** ACL user: the connection authenticates with `AUTH username password`
+   *  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs
+   *  `password`. Default NULL. */
+  const char* username;
+  /** 1: every connection speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain
+   *  TCP. Default 0. */
+  uint32_t tls;
+  /** 1: the server's certificate must chain to the CA (tls_ca_file /
+   *  tls_ca_dir, else the system's default CA paths) and name the server
+   *  (tls_server_name, else `host`); a failure is SWA_UNAUTHENTICATED naming the
+   *  node and OpenSSL's reason. 0: no verification (encryption without
+   *  authentication of the server; tests only). Default 1. */
+  uint32_t tls_verify;
+  const char* tls_ca_file;     /**< PEM file of trusted CA certificates, or NULL. Default NULL. */
+  const char* tls_ca_dir;      /**< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL. */
+  /** PEM client certificate (chain) for servers that ask for one
+   *  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL. */
+  const char* tls_cert_file;
+  const char* tls_key_file;    /**< PEM private key of tls_cert_file, or NULL. Default NULL. */
+  /** Name sent as SNI and checked against the certificate (DNS name, or an IP
+   *  address checked against its IP SANs); NULL = `host`. Default NULL. */
+  const char* tls_server_name;
 } swa_store_redis_config_t;
 
 /** \brief Fill *config with the defaults listed on swa_store_redis_config_t.
@@ -1765,6 +1789,32 @@ typedef struct swa_store_redis_cluster_config {
                                       Default 0. */
   uint32_t max_attempts;         /**< Retry budget: tries per call (redirects, reconnects,
                                       CLUSTERDOWN/TRYAGAIN back-offs). Default 16. */
+  /* Appended after 0.2.0 (a struct_size without them means: the default
+   * user, plain TCP). docs/store.md, "Redis TLS and ACL users". */
+  /** ACL user: the connection authenticates with `AUTH username password`
+   *  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs
+   *  `password`. Default NULL. */
+  const char* username;
+  /** 1: every connection (to the seeds, the nodes of the slot map and the
+   *  targets of MOVED/ASK) speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain
+   *  TCP. Default 0. */
+  uint32_t tls;
+  /** 1: the server's certificate must chain to the CA (tls_ca_file /
+   *  tls_ca_dir, else the system's default CA paths) and name the server
+   *  (tls_server_name, else each node's address); a failure is SWA_UNAUTHENTICATED naming the
+   *  node and OpenSSL's reason. 0: no verification (encryption without
+   *  authentication of the server; tests only). Default 1. */
+  uint32_t tls_verify;
+  const char* tls_ca_file;     /**< PEM file of trusted CA certificates, or NULL. Default NULL. */
+  const char* tls_ca_dir;      /**< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL. */
+  /** PEM client certificate (chain) for servers that ask for one
+   *  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL. */
+  const char* tls_cert_file;
+  const char* tls_key_file;    /**< PEM private key of tls_cert_file, or NULL. Default NULL. */
+  /** Name sent as SNI and checked against the certificate (DNS name, or an IP
+   *  address checked against its IP SANs); NULL = each node's address as the
+   *  seeds and the slot map name it (one name for every node when set). Default NULL. */
+  const char* tls_server_name;
 } swa_store_redis_cluster_config_t;
 
 /** \brief Fill *config with the defaults listed on swa_store_redis_cluster_config_t.
@@ -1928,53 +1978,3 @@ SWA_API swa_status_t swa_project(swa_cache_t* cache, const swa_project_args_t* a
 #endif
 
 #endif /* SWACACHE_H_ */
-  /* Appended after 0.2.0 (a struct_size without them means: the default
-   * user, plain TCP). docs/store.md, "Redis TLS and ACL users". */
-  /** ACL user: the connection authenticates with `AUTH username password`
-   *  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs
-   *  `password`. Default NULL. */
-  const char* username;
-  /** 1: every connection speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain
-   *  TCP. Default 0. */
-  uint32_t tls;
-  /** 1: the server's certificate must chain to the CA (tls_ca_file /
-   *  tls_ca_dir, else the system's default CA paths) and name the server
-   *  (tls_server_name, else `host`); a failure is SWA_UNAUTHENTICATED naming the
-   *  node and OpenSSL's reason. 0: no verification (encryption without
-   *  authentication of the server; tests only). Default 1. */
-  uint32_t tls_verify;
-  const char* tls_ca_file;     /**< PEM file of trusted CA certificates, or NULL. Default NULL. */
-  const char* tls_ca_dir;      /**< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL. */
-  /** PEM client certificate (chain) for servers that ask for one
-   *  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL. */
-  const char* tls_cert_file;
-  const char* tls_key_file;    /**< PEM private key of tls_cert_file, or NULL. Default NULL. */
-  /** Name sent as SNI and checked against the certificate (DNS name, or an IP
-   *  address checked against its IP SANs); NULL = `host`. Default NULL. */
-  const char* tls_server_name;
-  /* Appended after 0.2.0 (a struct_size without them means: the default
-   * user, plain TCP). docs/store.md, "Redis TLS and ACL users". */
-  /** ACL user: the connection authenticates with `AUTH username password`
-   *  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs
-   *  `password`. Default NULL. */
-  const char* username;
-  /** 1: every connection (to the seeds, the nodes of the slot map and the
-   *  targets of MOVED/ASK) speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain
-   *  TCP. Default 0. */
-  uint32_t tls;
-  /** 1: the server's certificate must chain to the CA (tls_ca_file /
-   *  tls_ca_dir, else the system's default CA paths) and name the server
-   *  (tls_server_name, else each node's address); a failure is SWA_UNAUTHENTICATED naming the
-   *  node and OpenSSL's reason. 0: no verification (encryption without
-   *  authentication of the server; tests only). Default 1. */
-  uint32_t tls_verify;
-  const char* tls_ca_file;     /**< PEM file of trusted CA certificates, or NULL. Default NULL. */
-  const char* tls_ca_dir;      /**< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL. */
-  /** PEM client certificate (chain) for servers that ask for one
-   *  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL. */
-  const char* tls_cert_file;
-  const char* tls_key_file;    /**< PEM private key of tls_cert_file, or NULL. Default NULL. */
-  /** Name sent as SNI and checked against the certificate (DNS name, or an IP
-   *  address checked against its IP SANs); NULL = each node's address as the
-   *  seeds and the slot map name it (one name for every node when set). Default NULL. */
-  const char* tls_server_name;

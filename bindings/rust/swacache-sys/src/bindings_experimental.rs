@@ -4531,12 +4531,37 @@ pub struct swa_store_redis_config {
     pub timeout_ms: u32,
     #[doc = "< Idle connections kept for reuse. Default 8."]
     pub max_connections: u32,
+    #[doc = " ACL user: the connection authenticates with `AUTH username password`"]
+    #[doc = "  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs"]
+    #[doc = "  `password`. Default NULL."]
+    pub username: *const core::ffi::c_char,
+    #[doc = " 1: every connection speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain"]
+    #[doc = "  TCP. Default 0."]
+    pub tls: u32,
+    #[doc = " 1: the server's certificate must chain to the CA (tls_ca_file /"]
+    #[doc = "  tls_ca_dir, else the system's default CA paths) and name the server"]
+    #[doc = "  (tls_server_name, else `host`); a failure is SWA_UNAUTHENTICATED naming the"]
+    #[doc = "  node and OpenSSL's reason. 0: no verification (encryption without"]
+    #[doc = "  authentication of the server; tests only). Default 1."]
+    pub tls_verify: u32,
+    #[doc = "< PEM file of trusted CA certificates, or NULL. Default NULL."]
+    pub tls_ca_file: *const core::ffi::c_char,
+    #[doc = "< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL."]
+    pub tls_ca_dir: *const core::ffi::c_char,
+    #[doc = " PEM client certificate (chain) for servers that ask for one"]
+    #[doc = "  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL."]
+    pub tls_cert_file: *const core::ffi::c_char,
+    #[doc = "< PEM private key of tls_cert_file, or NULL. Default NULL."]
+    pub tls_key_file: *const core::ffi::c_char,
+    #[doc = " Name sent as SNI and checked against the certificate (DNS name, or an IP"]
+    #[doc = "  address checked against its IP SANs); NULL = `host`. Default NULL."]
+    pub tls_server_name: *const core::ffi::c_char,
 }
 #[test]
 fn bindgen_test_layout_swa_store_redis_config() {
     assert_eq!(
         ::core::mem::size_of::<swa_store_redis_config>(),
-        48usize,
+        104usize,
         concat!("Size of: ", stringify!(swa_store_redis_config))
     );
     assert_eq!(
@@ -4640,6 +4665,102 @@ fn bindgen_test_layout_swa_store_redis_config() {
         );
     }
     test_field_max_connections();
+    fn test_field_username() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).username) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(username))
+        );
+    }
+    test_field_username();
+    fn test_field_tls() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(tls))
+        );
+    }
+    test_field_tls();
+    fn test_field_tls_verify() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_verify) as usize - ptr as usize
+            },
+            60usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(tls_verify))
+        );
+    }
+    test_field_tls_verify();
+    fn test_field_tls_ca_file() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_ca_file) as usize - ptr as usize
+            },
+            64usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(tls_ca_file))
+        );
+    }
+    test_field_tls_ca_file();
+    fn test_field_tls_ca_dir() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_ca_dir) as usize - ptr as usize
+            },
+            72usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(tls_ca_dir))
+        );
+    }
+    test_field_tls_ca_dir();
+    fn test_field_tls_cert_file() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_cert_file) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(tls_cert_file))
+        );
+    }
+    test_field_tls_cert_file();
+    fn test_field_tls_key_file() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_key_file) as usize - ptr as usize
+            },
+            88usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(tls_key_file))
+        );
+    }
+    test_field_tls_key_file();
+    fn test_field_tls_server_name() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_server_name) as usize - ptr as usize
+            },
+            96usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_config), "::", stringify!(tls_server_name))
+        );
+    }
+    test_field_tls_server_name();
 }
 #[doc = " \\brief Configuration of the built-in Redis store."]
 #[doc = "  \\warning Experimental: may change before 1.0."]
@@ -4697,12 +4818,39 @@ pub struct swa_store_redis_cluster_config {
     #[doc = "< Retry budget: tries per call (redirects, reconnects,"]
     #[doc = "CLUSTERDOWN/TRYAGAIN back-offs). Default 16."]
     pub max_attempts: u32,
+    #[doc = " ACL user: the connection authenticates with `AUTH username password`"]
+    #[doc = "  (Redis 6 and later); NULL = the default user (`AUTH password`). Needs"]
+    #[doc = "  `password`. Default NULL."]
+    pub username: *const core::ffi::c_char,
+    #[doc = " 1: every connection (to the seeds, the nodes of the slot map and the"]
+    #[doc = "  targets of MOVED/ASK) speaks TLS (OpenSSL, TLS 1.2 or later); 0: plain"]
+    #[doc = "  TCP. Default 0."]
+    pub tls: u32,
+    #[doc = " 1: the server's certificate must chain to the CA (tls_ca_file /"]
+    #[doc = "  tls_ca_dir, else the system's default CA paths) and name the server"]
+    #[doc = "  (tls_server_name, else each node's address); a failure is SWA_UNAUTHENTICATED naming the"]
+    #[doc = "  node and OpenSSL's reason. 0: no verification (encryption without"]
+    #[doc = "  authentication of the server; tests only). Default 1."]
+    pub tls_verify: u32,
+    #[doc = "< PEM file of trusted CA certificates, or NULL. Default NULL."]
+    pub tls_ca_file: *const core::ffi::c_char,
+    #[doc = "< Folder of hashed CA certificates (c_rehash), or NULL. Default NULL."]
+    pub tls_ca_dir: *const core::ffi::c_char,
+    #[doc = " PEM client certificate (chain) for servers that ask for one"]
+    #[doc = "  (tls-auth-clients), or NULL. Set with tls_key_file. Default NULL."]
+    pub tls_cert_file: *const core::ffi::c_char,
+    #[doc = "< PEM private key of tls_cert_file, or NULL. Default NULL."]
+    pub tls_key_file: *const core::ffi::c_char,
+    #[doc = " Name sent as SNI and checked against the certificate (DNS name, or an IP"]
+    #[doc = "  address checked against its IP SANs); NULL = each node's address as the"]
+    #[doc = "  seeds and the slot map name it (one name for every node when set). Default NULL."]
+    pub tls_server_name: *const core::ffi::c_char,
 }
 #[test]
 fn bindgen_test_layout_swa_store_redis_cluster_config() {
     assert_eq!(
         ::core::mem::size_of::<swa_store_redis_cluster_config>(),
-        48usize,
+        104usize,
         concat!("Size of: ", stringify!(swa_store_redis_cluster_config))
     );
     assert_eq!(
@@ -4816,6 +4964,102 @@ fn bindgen_test_layout_swa_store_redis_cluster_config() {
         );
     }
     test_field_max_attempts();
+    fn test_field_username() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).username) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(username))
+        );
+    }
+    test_field_username();
+    fn test_field_tls() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(tls))
+        );
+    }
+    test_field_tls();
+    fn test_field_tls_verify() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_verify) as usize - ptr as usize
+            },
+            60usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(tls_verify))
+        );
+    }
+    test_field_tls_verify();
+    fn test_field_tls_ca_file() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_ca_file) as usize - ptr as usize
+            },
+            64usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(tls_ca_file))
+        );
+    }
+    test_field_tls_ca_file();
+    fn test_field_tls_ca_dir() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_ca_dir) as usize - ptr as usize
+            },
+            72usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(tls_ca_dir))
+        );
+    }
+    test_field_tls_ca_dir();
+    fn test_field_tls_cert_file() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_cert_file) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(tls_cert_file))
+        );
+    }
+    test_field_tls_cert_file();
+    fn test_field_tls_key_file() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_key_file) as usize - ptr as usize
+            },
+            88usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(tls_key_file))
+        );
+    }
+    test_field_tls_key_file();
+    fn test_field_tls_server_name() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_store_redis_cluster_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).tls_server_name) as usize - ptr as usize
+            },
+            96usize,
+            concat!("Offset of field: ", stringify!(swa_store_redis_cluster_config), "::", stringify!(tls_server_name))
+        );
+    }
+    test_field_tls_server_name();
 }
 #[doc = " \\brief Configuration of the built-in Redis Cluster store."]
 #[doc = "  \\warning Experimental: may change before 1.0."]
