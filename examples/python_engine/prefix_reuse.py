@@ -17,6 +17,9 @@ policies, each in a fresh cache and store:
   cached KV (never overwriting it), then prefills the tail. Token-exact (asserted).
 - approximate replay: as exact replay but over the last W positions
   (swa_slot_begin_replay). Token agreement and logit error are reported, not asserted.
+- exact replay, S - 1: the control. The exact span less one position; its logits must
+  differ from a full forward pass by more than the 1e-4 the exact policies are held to
+  (asserted), so that the exactness check is shown able to fail.
 
 Printed per policy: positions computed (and how many of them re-computed prefix
 positions), bytes stored (SWA checkpoints; the full layers' block cache), and the mean
@@ -42,7 +45,7 @@ CHUNK = 24  # prefill chunk: does not divide K, so checkpoints fall inside chunk
 BLOCK = 16  # the full layers' prefix-cache block
 RING = W - 1 + CHUNK  # R: a checkpoint may lag the sequence by up to R - W + 1 = CHUNK
 MAX_NEW = 8
-POLICIES = ["none", "checkpoint", "exact replay", "approx replay"]
+POLICIES = ["none", "checkpoint", "exact replay", "approx replay", "exact replay, S - 1"]
 
 
 def key_of(kind: str, tokens: List[int]) -> bytes:
@@ -135,14 +138,17 @@ class PrefixEngine:
                 assert self._full_kv_hit(r) >= c  # the block cache holds the full layers' KV
                 self._load_full_kv(r, c)
                 r.hit = r.n_done = c
-        elif self.policy in ("exact replay", "approx replay"):
+        elif self.policy != "none":
             h = self._full_kv_hit(r)
             if h > 0:
                 self._load_full_kv(r, h)
-                if self.policy == "exact replay":
-                    start, n = self.cache.begin_replay_exact(r.slot, h)
-                else:
+                if self.policy == "approx replay":
                     start, n = self.cache.begin_replay(r.slot, h)
+                else:
+                    start, n = self.cache.begin_replay_exact(r.slot, h)
+                    if self.policy == "exact replay, S - 1":  # the control: one position short
+                        start, n = start + 1, n - 1
+                        self.cache.set_valid_start(r.slot, start)
                 self.adapter.read_cached = True
                 try:
                     self.forward(r, start, r.prompt[start:h])  # outputs discarded
@@ -283,6 +289,12 @@ def main() -> int:
     for x in rows:
         if x["policy"] == "approx replay":
             continue  # reported, not asserted
+        if x["policy"] == "exact replay, S - 1":
+            good = x["max_err"] > 1e-4
+            print(f"  {x['policy']}: logits differ by more than 1e-4 (the check can fail): "
+                  f"{'OK' if good else 'FAILED'}")
+            ok &= good
+            continue
         good = x["tokens_equal"] and x["max_err"] <= 1e-4
         print(f"  {x['policy']}: tokens identical to generate and logits within 1e-4: "
               f"{'OK' if good else 'FAILED'}")
