@@ -2,8 +2,8 @@
 
 Requests share long prefixes (a system prompt, then a conversation that grows by a
 turn per request, each prompt holding the previous answers). The engine runs them one
-after another on the tiny gpt-oss model of engine.py (FP32 KV, CPU) under four
-policies, each in a fresh cache and store:
+after another on the tiny gpt-oss model of engine.py and a tiny Gemma-2 (gemma2.py;
+FP32 KV, CPU) under these policies, each in a fresh cache and store:
 
 - none: no reuse; every prompt is prefilled from position 0.
 - checkpoint: while prefilling (in chunks of CHUNK tokens, which do not end on the
@@ -25,11 +25,13 @@ Printed per policy: positions computed (and how many of them re-computed prefix
 positions), bytes stored (SWA checkpoints; the full layers' block cache), and the mean
 time per request: to the first token (admission and prefill) and in all (with
 MAX_NEW - 1 decode steps, the same under every policy). docs/engine-guide.md shows the table.
-Run: python prefix_reuse.py (ci.sh runs it against the build's library).
+Run: python prefix_reuse.py [--model gpt-oss|gemma-2|all] (ci.sh runs it against the
+build's library).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sys
 import time
@@ -39,6 +41,7 @@ import torch
 
 import swacache as sc
 from engine import W, GptOssAdapter, rope_neox, sink_attention, tiny_gpt_oss
+from gemma2 import Gemma2Adapter, tiny_gemma2
 
 K = 32  # checkpoint interval (tokens)
 CHUNK = 24  # prefill chunk: does not divide K, so checkpoints fall inside chunks
@@ -86,10 +89,13 @@ class Adapter(GptOssAdapter):
         return sink_attention(q, kk[:end], vv[:end], start, attn.sinks, attn.scaling)
 
 
+MODELS = {"gpt-oss": (tiny_gpt_oss, Adapter), "gemma-2": (tiny_gemma2, Gemma2Adapter)}
+
+
 class PrefixEngine:
-    def __init__(self, model, policy: str) -> None:
+    def __init__(self, model, make_adapter, policy: str) -> None:
         self.policy = policy
-        self.adapter = Adapter(model)
+        self.adapter = make_adapter(model)
         self.full_layers = [i for i in range(model.config.num_hidden_layers)
                             if i not in self.adapter.swa_id]
         self.cache = sc.Cache(window=W, ring_len=RING, max_slots=2, num_threads=1,
@@ -233,8 +239,8 @@ def references(model, spec) -> List[Tuple[str, List[int], List[int]]]:
 
 
 @torch.no_grad()
-def run_policy(model, refs, policy: str) -> dict:
-    eng = PrefixEngine(model, policy)
+def run_policy(model, make_adapter, refs, policy: str) -> dict:
+    eng = PrefixEngine(model, make_adapter, policy)
     reqs, times = [], []
     try:
         for rid, prompt, _ in refs:
@@ -267,24 +273,29 @@ def run_policy(model, refs, policy: str) -> dict:
                 agreement=f"{agree}/{total}", max_err=worst)
 
 
-def main() -> int:
-    torch.set_num_threads(1)
-    model = tiny_gpt_oss()
+def run_model(kind: str) -> bool:
+    make_model, make_adapter = MODELS[kind]
+    model = make_model()
     refs = references(model, workload(model))
     prompt_tokens = sum(len(p) for _, p, _ in refs)
-    print(f"gpt-oss (tiny, FP32 KV): W = {W}, 2 sliding + 2 full layers, {len(refs)} requests, "
-          f"{prompt_tokens} prompt tokens, {MAX_NEW} generated each; checkpoint every K = {K}, "
-          f"prefill chunk {CHUNK}, R = {RING}, full-layer KV blocks of {BLOCK}")
+    n_sliding = len(make_adapter(model).swa_id)
+    n_full = model.config.num_hidden_layers - n_sliding
+    print(f"== {kind} (tiny, FP32 KV): W = {W}, {n_sliding} sliding + {n_full} full layers, "
+          f"{len(refs)} requests, {prompt_tokens} prompt tokens, {MAX_NEW} generated each; "
+          f"checkpoint every K = {K}, prefill chunk {CHUNK}, R = {RING}, full-layer KV blocks "
+          f"of {BLOCK}")
     print("prompt lengths: " + ", ".join(f"{rid} {len(p)}" for rid, p, _ in refs))
-    rows = [run_policy(model, refs, p) for p in POLICIES]
+    rows = [run_policy(model, make_adapter, refs, p) for p in POLICIES]
     print("| policy | prefix hits (positions) | prompt positions prefilled | prefix positions "
           "re-computed | positions computed | SWA checkpoints stored (bytes) | full-layer KV "
-          "bytes cached | ms to first token | ms per request | tokens equal to generate | max logit error |")
+          "bytes cached | ms to first token | ms per request | tokens equal to generate | "
+          "max logit error |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for x in rows:
         print(f"| {x['policy']} | {' '.join(map(str, x['hits']))} | {x['prefilled']} | "
-              f"{x['replayed']} | {x['computed']} | {x['swa_blobs']} ({x['swa_bytes']:,}) | {x['block_bytes']:,} | "
-              f"{x['ttft_ms']:.1f} | {x['ms']:.1f} | {x['agreement']} | {x['max_err']:.2g} |")
+              f"{x['replayed']} | {x['computed']} | {x['swa_blobs']} ({x['swa_bytes']:,}) | "
+              f"{x['block_bytes']:,} | {x['ttft_ms']:.1f} | {x['ms']:.1f} | {x['agreement']} | "
+              f"{x['max_err']:.2g} |")
     ok = True
     for x in rows:
         if x["policy"] == "approx replay":
@@ -299,6 +310,17 @@ def main() -> int:
         print(f"  {x['policy']}: tokens identical to generate and logits within 1e-4: "
               f"{'OK' if good else 'FAILED'}")
         ok &= good
+    return ok
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="all", choices=list(MODELS) + ["all"])
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    ok = True
+    for kind in (list(MODELS) if args.model == "all" else [args.model]):
+        ok &= run_model(kind)
     return 0 if ok else 1
 
 
