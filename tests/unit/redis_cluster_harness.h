@@ -151,6 +151,12 @@ struct ClusterSpec {
   int replicas = 1;  // per master
   std::string password;
   int node_timeout_ms = 1000;
+  // TLS (unit/redis_tls_harness.h): when `tls_dir` holds ca.crt, server.crt
+  // and server.key, every node also listens on a TLS port and runs the cluster
+  // bus and replication over TLS (tls-cluster, tls-replication), so CLUSTER
+  // SLOTS and MOVED/ASK name TLS ports to TLS clients. The plain port stays
+  // for the admin commands.
+  std::string tls_dir;
 };
 
 class RedisClusterProcess {
@@ -177,12 +183,19 @@ class RedisClusterProcess {
     for (size_t i = 0; i < ports_.size(); ++i) s += (i ? "," : "") + address(i);
     return s;
   }
+  // TLS clusters: node i's TLS port, and the seeds on the TLS ports.
+  int tls_port(size_t i) const { return tls_ports_[i]; }
+  std::string TlsSeeds() const {
+    std::string s;
+    for (size_t i = 0; i < tls_ports_.size(); ++i) s += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(tls_ports_[i]);
+    return s;
+  }
   AdminReply Command(size_t i, const std::vector<std::string>& args, int timeout_ms = 2000) const {
     return Admin(ports_[i], args, spec_.password, timeout_ms);
   }
   size_t IndexOfPort(int port) const {
     for (size_t i = 0; i < ports_.size(); ++i)
-      if (ports_[i] == port) return i;
+      if (ports_[i] == port || (i < tls_ports_.size() && tls_ports_[i] == port)) return i;
     return size_t(-1);
   }
   void Kill(size_t i) {
@@ -305,6 +318,9 @@ class RedisClusterProcess {
     for (int i = 0; i < n; ++i) {
       const int port = FreeClusterPort();
       if (port < 0) return "no free port pair";
+      const bool tls = !spec_.tls_dir.empty();
+      const int tls_port = tls ? FreeClusterPort() : -1;  // its bus port, + 10000, is free too
+      if (tls && (tls_port < 0 || tls_port == port)) return "no free port pair";
       std::vector<std::string> args = {
           "redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
           "--cluster-enabled", "yes", "--cluster-config-file", dir_ + "/nodes-" + std::to_string(port) + ".conf",
@@ -312,6 +328,14 @@ class RedisClusterProcess {
           "--cluster-replica-validity-factor", "0", "--dir", dir_, "--save", "", "--appendonly", "no",
           "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", "--daemonize", "no",
           "--loglevel", "notice", "--logfile", dir_ + "/log-" + std::to_string(port) + ".txt"};
+      if (tls) {
+        const std::string& d = spec_.tls_dir;
+        args.insert(args.end(), {"--tls-port", std::to_string(tls_port), "--tls-cluster", "yes",
+                                 "--tls-replication", "yes", "--tls-cert-file", d + "/server.crt",
+                                 "--tls-key-file", d + "/server.key", "--tls-ca-cert-file", d + "/ca.crt",
+                                 "--tls-auth-clients", "optional"});
+        tls_ports_.push_back(tls_port);
+      }
       if (!spec_.password.empty()) {
         for (const char* a : {"--requirepass", "--masterauth"}) {
           args.push_back(a);
@@ -336,8 +360,13 @@ class RedisClusterProcess {
                (exited ? " (it exited: see its log below)" : "");
       }
     }
-    std::vector<std::string> create = {"redis-cli", "--cluster", "create"};
-    for (size_t i = 0; i < ports_.size(); ++i) create.push_back(address(i));
+    std::vector<std::string> create = {"redis-cli"};
+    if (!spec_.tls_dir.empty())  // the bus runs on the TLS ports: introduce the nodes there
+      create.insert(create.end(), {"--tls", "--cacert", spec_.tls_dir + "/ca.crt", "--cert",
+                                   spec_.tls_dir + "/server.crt", "--key", spec_.tls_dir + "/server.key"});
+    create.insert(create.end(), {"--cluster", "create"});
+    for (size_t i = 0; i < ports_.size(); ++i)
+      create.push_back(spec_.tls_dir.empty() ? address(i) : "127.0.0.1:" + std::to_string(tls_ports_[i]));
     create.insert(create.end(), {"--cluster-replicas", std::to_string(spec_.replicas), "--cluster-yes"});
     if (!spec_.password.empty()) create.insert(create.end(), {"-a", spec_.password, "--no-auth-warning"});
     const std::string cli_log = dir_ + "/cluster-create.txt";
@@ -356,6 +385,7 @@ class RedisClusterProcess {
   std::string dir_;
   std::vector<pid_t> pids_;
   std::vector<int> ports_;
+  std::vector<int> tls_ports_;  // TLS clusters only
   std::string error_;
 };
 
