@@ -20,25 +20,26 @@ absl::Status ErrnoStatus(int err, std::string_view what, const std::string& path
   return absl::ErrnoToStatus(err, absl::StrFormat("directory store: %s \"%s\"", what, path));
 }
 
-// Creates every missing directory of `dir` (like mkdir -p).
+// Creates every missing directory of `dir` (like mkdir -p); those it creates
+// get mode 0700 whatever the umask. Existing ones are left as they are.
 absl::Status MakeDirs(const std::string& dir) {
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
     if (pos != dir.size() && dir[pos] != '/') continue;
     const std::string prefix = dir.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+    if (mkdir(prefix.c_str(), 0700) == 0) {
+      if (chmod(prefix.c_str(), 0700) != 0) return ErrnoStatus(errno, "cannot chmod 0700", prefix);
+    } else if (errno != EEXIST) {
       return ErrnoStatus(errno, "cannot create directory", prefix);
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status SyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open directory", dir);
-  const int rc = fsync(fd);
-  const int err = errno;
-  close(fd);
-  if (rc != 0) return ErrnoStatus(err, "cannot fsync directory", dir);
-  return absl::OkStatus();
+absl::Status LinkRefused(const std::string& root, const std::string& rel) {
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "directory store: \"%s/%s\" is a symbolic link (or not what the store made): links under "
+      "the store's root are never followed",
+      root, rel));
 }
 
 uint8_t ShardOf(std::string_view key) {
@@ -85,24 +86,81 @@ absl::StatusOr<std::unique_ptr<DirectoryStore>> DirectoryStore::Open(
   }
   if (access(opts.path.c_str(), R_OK | W_OK | X_OK) != 0)
     return ErrnoStatus(errno, "cannot read and write", opts.path);
-  return std::unique_ptr<DirectoryStore>(new DirectoryStore(std::move(opts)));
+  // The root itself may be a link (an operator's choice): it is resolved here,
+  // once; everything below is reached from this descriptor.
+  const int root_fd = open(opts.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return ErrnoStatus(errno, "cannot open", opts.path);
+  return std::unique_ptr<DirectoryStore>(new DirectoryStore(std::move(opts), root_fd));
+}
+
+DirectoryStore::~DirectoryStore() {
+  if (root_fd_ >= 0) close(root_fd_);
+}
+
+absl::StatusOr<int> DirectoryStore::OpenParent(const std::string& rel, bool create,
+                                               std::string* leaf) const {
+  const size_t last = rel.rfind('/');
+  *leaf = rel.substr(last + 1);
+  int dir = dup(root_fd_);
+  if (dir < 0) return ErrnoStatus(errno, "cannot dup the root of", options_.path);
+  if (last == std::string::npos) return dir;
+  for (size_t pos = 0; pos <= last;) {
+    const size_t slash = rel.find('/', pos);
+    const std::string name = rel.substr(pos, slash - pos);
+    const std::string so_far = rel.substr(0, slash);
+    pos = slash + 1;
+    int next = openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno == ENOENT && create) {
+      if (mkdirat(dir, name.c_str(), 0700) == 0) {
+        next = openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next >= 0 && fchmod(next, 0700) != 0) {
+          const int err = errno;
+          close(next);
+          close(dir);
+          return ErrnoStatus(err, "cannot chmod 0700", options_.path + "/" + so_far);
+        }
+      } else if (errno == EEXIST) {  // another writer made it meanwhile
+        next = openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      } else {
+        const int err = errno;
+        close(dir);
+        return ErrnoStatus(err, "cannot create directory", options_.path + "/" + so_far);
+      }
+    }
+    const int err = errno;
+    close(dir);
+    if (next < 0) {
+      if (err == ENOENT) return absl::NotFoundError("directory store: no blob under this key");
+      if (err == ELOOP || err == ENOTDIR) return LinkRefused(options_.path, so_far);
+      return ErrnoStatus(err, "cannot open directory", options_.path + "/" + so_far);
+    }
+    dir = next;
+  }
+  return dir;
 }
 
 absl::Status DirectoryStore::Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) {
-  const std::string path = absl::StrCat(options_.path, "/", RelativePath(key));
-  const std::string dir = DirName(path);
-  if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
+  const std::string rel = RelativePath(key);
+  const std::string path = absl::StrCat(options_.path, "/", rel);
+  std::string leaf;
+  absl::StatusOr<int> dir_fd = OpenParent(rel, /*create=*/true, &leaf);
+  if (!dir_fd.ok()) return dir_fd.status();
+  const int dir = *dir_fd;
+  absl::Cleanup close_dir = [dir] { close(dir); };
   // The temp name is unique per process and call, in the final directory so
   // that rename() is atomic.
-  const std::string temp = absl::StrFormat("%s.tmp-%d-%u", path, getpid(), temp_counter_++);
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const std::string temp_leaf = absl::StrFormat("%s.tmp-%d-%u", leaf, getpid(), temp_counter_++);
+  const std::string temp = absl::StrCat(DirName(path), "/", temp_leaf);
+  const int fd =
+      openat(dir, temp_leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus(errno, "cannot create", temp);
   bool committed = false;
   absl::Cleanup drop_temp = [&] {
-    if (!committed) unlink(temp.c_str());
+    if (!committed) unlinkat(dir, temp_leaf.c_str(), 0);
   };
   {
     absl::Cleanup close_fd = [fd] { close(fd); };
+    if (fchmod(fd, 0600) != 0) return ErrnoStatus(errno, "cannot chmod 0600", temp);  // umask aside
     for (ConstByteSpan piece : pieces) {
       const uint8_t* p = piece.data();
       for (size_t left = piece.size(); left > 0;) {
@@ -115,23 +173,34 @@ absl::Status DirectoryStore::Put(std::string_view key, absl::Span<const ConstByt
     }
     if (options_.sync && fsync(fd) != 0) return ErrnoStatus(errno, "cannot fsync", temp);
   }
-  if (rename(temp.c_str(), path.c_str()) != 0) return ErrnoStatus(errno, "cannot rename to", path);
+  // rename replaces whatever the name held, a link too, without following it.
+  if (renameat(dir, temp_leaf.c_str(), dir, leaf.c_str()) != 0)
+    return ErrnoStatus(errno, "cannot rename to", path);
   committed = true;
-  if (options_.sync) return SyncDir(dir);
+  if (options_.sync && fsync(dir) != 0)
+    return ErrnoStatus(errno, "cannot fsync directory", DirName(path));
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> DirectoryStore::Get(std::string_view key,
                                              absl::Span<const ByteSpan> pieces) {
-  const std::string path = absl::StrCat(options_.path, "/", RelativePath(key));
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const std::string rel = RelativePath(key);
+  const std::string path = absl::StrCat(options_.path, "/", rel);
+  std::string leaf;
+  absl::StatusOr<int> dir_fd = OpenParent(rel, /*create=*/false, &leaf);
+  if (!dir_fd.ok()) return dir_fd.status();
+  const int fd = openat(*dir_fd, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const int open_err = errno;
+  close(*dir_fd);
   if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError("directory store: no blob under this key");
-    return ErrnoStatus(errno, "cannot open", path);
+    if (open_err == ENOENT) return absl::NotFoundError("directory store: no blob under this key");
+    if (open_err == ELOOP) return LinkRefused(options_.path, rel);
+    return ErrnoStatus(open_err, "cannot open", path);
   }
   absl::Cleanup close_fd = [fd] { close(fd); };
   struct stat st;
   if (fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat", path);
+  if (!S_ISREG(st.st_mode)) return LinkRefused(options_.path, rel);
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size != TotalBytes(pieces)) return size;
   uint64_t got = 0;  // a file never changes once renamed, but count anyway
@@ -151,19 +220,36 @@ absl::StatusOr<uint64_t> DirectoryStore::Get(std::string_view key,
 }
 
 absl::StatusOr<bool> DirectoryStore::Exists(std::string_view key) {
-  const std::string path = absl::StrCat(options_.path, "/", RelativePath(key));
+  const std::string rel = RelativePath(key);
+  std::string leaf;
+  absl::StatusOr<int> dir_fd = OpenParent(rel, /*create=*/false, &leaf);
+  if (absl::IsNotFound(dir_fd.status())) return false;
+  if (!dir_fd.ok()) return dir_fd.status();
   struct stat st;
-  if (stat(path.c_str(), &st) == 0) return true;
-  if (errno == ENOENT || errno == ENOTDIR) return false;
-  return ErrnoStatus(errno, "cannot stat", path);
+  const int rc = fstatat(*dir_fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW);
+  const int err = errno;
+  close(*dir_fd);
+  if (rc == 0) {
+    if (!S_ISREG(st.st_mode)) return LinkRefused(options_.path, rel);
+    return true;
+  }
+  if (err == ENOENT || err == ENOTDIR) return false;
+  return ErrnoStatus(err, "cannot stat", absl::StrCat(options_.path, "/", rel));
 }
 
 absl::Status DirectoryStore::Remove(std::string_view key) {
-  const std::string path = absl::StrCat(options_.path, "/", RelativePath(key));
-  if (unlink(path.c_str()) == 0) return absl::OkStatus();
-  if (errno == ENOENT || errno == ENOTDIR)
+  const std::string rel = RelativePath(key);
+  std::string leaf;
+  absl::StatusOr<int> dir_fd = OpenParent(rel, /*create=*/false, &leaf);
+  if (!dir_fd.ok()) return dir_fd.status();
+  // unlinkat removes a link itself, never its target.
+  const int rc = unlinkat(*dir_fd, leaf.c_str(), 0);
+  const int err = errno;
+  close(*dir_fd);
+  if (rc == 0) return absl::OkStatus();
+  if (err == ENOENT || err == ENOTDIR)
     return absl::NotFoundError("directory store: no blob under this key");
-  return ErrnoStatus(errno, "cannot remove", path);
+  return ErrnoStatus(err, "cannot remove", absl::StrCat(options_.path, "/", rel));
 }
 
 }  // namespace swa
