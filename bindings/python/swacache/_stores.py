@@ -189,14 +189,44 @@ class DirectoryStore(BuiltinStore):
         self.path = path
 
 
+def _redis_security(c, username: Optional[str], tls: bool, tls_verify: bool,
+                    tls_ca_file: Optional[str], tls_ca_dir: Optional[str],
+                    tls_cert_file: Optional[str], tls_key_file: Optional[str],
+                    tls_server_name: Optional[str]) -> None:
+    """Fills the ACL user and TLS fields of a Redis or Redis Cluster config
+    (ctypes keeps the encoded strings alive with the struct)."""
+
+    def enc(v: Optional[str]):
+        return v.encode() if v is not None else None
+
+    c.username = enc(username)
+    c.tls, c.tls_verify = int(bool(tls)), int(bool(tls_verify))
+    c.tls_ca_file, c.tls_ca_dir = enc(tls_ca_file), enc(tls_ca_dir)
+    c.tls_cert_file, c.tls_key_file = enc(tls_cert_file), enc(tls_key_file)
+    c.tls_server_name = enc(tls_server_name)
+
+
 class RedisStore(BuiltinStore):
-    """``swa_store_redis_create`` (experimental)."""
+    """``swa_store_redis_create`` (experimental).
+
+    ``username``: an ACL user (``AUTH username password``). ``tls=True``:
+    TLS to the server, its certificate verified against ``tls_ca_file`` /
+    ``tls_ca_dir`` (else the system CAs) and ``tls_server_name`` (else
+    ``host``) unless ``tls_verify=False``; ``tls_cert_file`` /
+    ``tls_key_file``: a client certificate. A certificate that fails
+    verification or a wrong user raises :class:`UnauthenticatedError`, an ACL
+    user lacking a command :class:`PermissionDeniedError` (docs/store.md,
+    "Redis TLS and ACL users")."""
 
     _kind = "redis"
 
     def __init__(self, host: str = "127.0.0.1", port: int = 6379, *, db: int = 0,
                  password: Optional[str] = None, ttl_seconds: int = 0, timeout_ms: int = 5000,
-                 max_connections: int = 8) -> None:
+                 max_connections: int = 8, username: Optional[str] = None, tls: bool = False,
+                 tls_verify: bool = True, tls_ca_file: Optional[str] = None,
+                 tls_ca_dir: Optional[str] = None, tls_cert_file: Optional[str] = None,
+                 tls_key_file: Optional[str] = None,
+                 tls_server_name: Optional[str] = None) -> None:
         c = L.RedisConfig()
         _lib.swa_store_redis_config_init(byref(c))
         c.host = host.encode()
@@ -205,6 +235,8 @@ class RedisStore(BuiltinStore):
         c.ttl_seconds, c.timeout_ms = _u32("ttl_seconds", ttl_seconds), _u32("timeout_ms",
                                                                               timeout_ms)
         c.max_connections = _u32("max_connections", max_connections)
+        _redis_security(c, username, tls, tls_verify, tls_ca_file, tls_ca_dir,
+                        tls_cert_file, tls_key_file, tls_server_name)
         t = L.KvStore()
         _lib.swa_kv_store_init(byref(t))
         _check(_lib.swa_store_redis_create(byref(c), byref(t)))
@@ -212,13 +244,20 @@ class RedisStore(BuiltinStore):
 
 
 class RedisClusterStore(BuiltinStore):
-    """``swa_store_redis_cluster_create`` (experimental)."""
+    """``swa_store_redis_cluster_create`` (experimental). ``username`` and the
+    ``tls*`` arguments as :class:`RedisStore`'s; with ``tls=True`` every node
+    (seeds, slot map, MOVED/ASK targets) is reached over TLS and, without
+    ``tls_server_name``, checked against its address."""
 
     _kind = "redis cluster"
 
     def __init__(self, nodes: str = "127.0.0.1:7000", *, password: Optional[str] = None,
                  ttl_seconds: int = 0, timeout_ms: int = 5000, connections_per_node: int = 4,
-                 read_from_replicas: bool = False, max_attempts: int = 16) -> None:
+                 read_from_replicas: bool = False, max_attempts: int = 16,
+                 username: Optional[str] = None, tls: bool = False, tls_verify: bool = True,
+                 tls_ca_file: Optional[str] = None, tls_ca_dir: Optional[str] = None,
+                 tls_cert_file: Optional[str] = None, tls_key_file: Optional[str] = None,
+                 tls_server_name: Optional[str] = None) -> None:
         c = L.RedisClusterConfig()
         _lib.swa_store_redis_cluster_config_init(byref(c))
         c.nodes = nodes.encode()
@@ -228,6 +267,8 @@ class RedisClusterStore(BuiltinStore):
         c.connections_per_node = _u32("connections_per_node", connections_per_node)
         c.read_from_replicas = int(bool(read_from_replicas))
         c.max_attempts = _u32("max_attempts", max_attempts)
+        _redis_security(c, username, tls, tls_verify, tls_ca_file, tls_ca_dir,
+                        tls_cert_file, tls_key_file, tls_server_name)
         t = L.KvStore()
         _lib.swa_kv_store_init(byref(t))
         _check(_lib.swa_store_redis_cluster_create(byref(c), byref(t)))
