@@ -111,18 +111,18 @@ SWA_STRUCT_VERSIONS(swa_store_memory_stats_t, nullptr, Current<swa_store_memory_
 SWA_STRUCT_VERSIONS(swa_store_directory_config_t, swa_store_directory_config_init,
                     Current<swa_store_directory_config_t>());
 SWA_STRUCT_VERSIONS(swa_store_redis_config_t, swa_store_redis_config_init,
+                    Before<swa_store_redis_config_t>(offsetof(swa_store_redis_config_t, username)),  // 0.2
                     Current<swa_store_redis_config_t>());
 SWA_STRUCT_VERSIONS(swa_store_redis_cluster_config_t, swa_store_redis_cluster_config_init,
+                    Before<swa_store_redis_cluster_config_t>(offsetof(swa_store_redis_cluster_config_t, username)),  // 0.2
                     Current<swa_store_redis_cluster_config_t>());
 SWA_STRUCT_VERSIONS(swa_store_tiered_config_t, swa_store_tiered_config_init,
                     Current<swa_store_tiered_config_t>());
 SWA_STRUCT_VERSIONS(swa_store_tier_stats_t, nullptr, Current<swa_store_tier_stats_t>());
 SWA_STRUCT_VERSIONS(swa_project_args_t, swa_project_args_init, Current<swa_project_args_t>());
 SWA_STRUCT_VERSIONS(swa_rope_info_t, nullptr, Current<swa_rope_info_t>());
-                    Before<swa_store_redis_config_t>(offsetof(swa_store_redis_config_t, username)),  // 0.2
 SWA_STRUCT_VERSIONS(swa_rope_args_t, swa_rope_args_init, Current<swa_rope_args_t>());
 
-                    Before<swa_store_redis_cluster_config_t>(offsetof(swa_store_redis_cluster_config_t, username)),  // 0.2
 #undef SWA_STRUCT_VERSIONS
 
 // The version of T whose sizeof is `size`, or nullptr.

@@ -321,6 +321,15 @@ class RedisConfig(Structure):
         ("ttl_seconds", c_uint32),
         ("timeout_ms", c_uint32),
         ("max_connections", c_uint32),
+        # Appended after 0.2.0: ACL user and TLS (docs/store.md, "Redis TLS and ACL users").
+        ("username", c_char_p),
+        ("tls", c_uint32),
+        ("tls_verify", c_uint32),
+        ("tls_ca_file", c_char_p),
+        ("tls_ca_dir", c_char_p),
+        ("tls_cert_file", c_char_p),
+        ("tls_key_file", c_char_p),
+        ("tls_server_name", c_char_p),
     ]
 
 
@@ -334,6 +343,15 @@ class RedisClusterConfig(Structure):
         ("connections_per_node", c_uint32),
         ("read_from_replicas", c_uint32),
         ("max_attempts", c_uint32),
+        # Appended after 0.2.0: ACL user and TLS (docs/store.md, "Redis TLS and ACL users").
+        ("username", c_char_p),
+        ("tls", c_uint32),
+        ("tls_verify", c_uint32),
+        ("tls_ca_file", c_char_p),
+        ("tls_ca_dir", c_char_p),
+        ("tls_cert_file", c_char_p),
+        ("tls_key_file", c_char_p),
+        ("tls_server_name", c_char_p),
     ]
 
 
@@ -364,15 +382,6 @@ class ProjectArgs(Structure):
         ("hidden_dim", c_uint32),
         ("q_dim", c_uint32),
         ("kv_dim", c_uint32),
-        # Appended after 0.2.0: ACL user and TLS (docs/store.md, "Redis TLS and ACL users").
-        ("username", c_char_p),
-        ("tls", c_uint32),
-        ("tls_verify", c_uint32),
-        ("tls_ca_file", c_char_p),
-        ("tls_ca_dir", c_char_p),
-        ("tls_cert_file", c_char_p),
-        ("tls_key_file", c_char_p),
-        ("tls_server_name", c_char_p),
         ("stream", c_void_p),
     ]
 
@@ -386,15 +395,6 @@ _PROTOTYPES = {
     "swa_status_string": (c_char_p, [c_status]),
     "swa_last_error": (c_char_p, []),
     "swa_layer_desc_init": (None, [P(LayerDesc)]),
-        # Appended after 0.2.0: ACL user and TLS (docs/store.md, "Redis TLS and ACL users").
-        ("username", c_char_p),
-        ("tls", c_uint32),
-        ("tls_verify", c_uint32),
-        ("tls_ca_file", c_char_p),
-        ("tls_ca_dir", c_char_p),
-        ("tls_cert_file", c_char_p),
-        ("tls_key_file", c_char_p),
-        ("tls_server_name", c_char_p),
     "swa_config_init": (None, [P(Config)]),
     "swa_layout_compute": (c_status, [P(Config), P(Layout)]),
     "swa_cache_create": (c_status, [P(Config), P(_vp)]),
