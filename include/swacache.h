@@ -171,6 +171,22 @@ typedef enum swa_rope_style {
   SWA_ROPE_GPTJ = 2  /**< Interleaved: dims 2i and 2i + 1 of the rotary slice pair up. */
 } swa_rope_style_t;
 
+/** \brief What a layer's compression region holds (\ref sem_compress). Values pinned. */
+typedef enum swa_compress_kind {
+  /** Opaque: `compress_ratio + N` entries of `compress_entry_bytes` each that
+   *  the engine packs and reads itself (the behaviour before the typed kinds). */
+  SWA_COMPRESS_OPAQUE = 0,
+  /** DeepSeek-V4 HCA: non-overlapping windows of `compress_ratio` tokens; a
+   *  token's source row is `kv` and `gate`, `compress_head_dim` wide each. */
+  SWA_COMPRESS_HCA = 1,
+  /** DeepSeek-V4 CSA: windows of `compress_ratio` tokens overlapping by one
+   *  stride; a token's source row is `kv` and `gate`, `2 * compress_head_dim`
+   *  wide each (two series Ca | Cb). Entry w reads window w-1's Ca and window
+   *  w's Cb. Optionally a second compressor of the same structure, the
+   *  Lightning Indexer's, `index_head_dim` wide. */
+  SWA_COMPRESS_CSA = 2
+} swa_compress_kind_t;
+
 /* ---- Configuration ------------------------------------------------------ */
 
 /** \brief Description of one SWA layer. Fill with swa_layer_desc_init(). */
@@ -182,8 +198,13 @@ typedef struct swa_layer_desc {
   uint32_t head_dim;          /**< D, a multiple of 32 for MXFP8. Default 512. */
   uint32_t shared_kv;         /**< 1: one vector is both K and V (MQA/latent). Default 1. */
   swa_format_t kv_format;     /**< Ring storage format. Default SWA_FORMAT_MXFP8. */
-  uint32_t compress_ratio;    /**< c of the compression state; 0 = none. Default 0. */
-  uint32_t compress_entry_bytes; /**< Bytes of one compression entry. Default 0. */
+  /** c, the compressor's rate (window of source tokens per compressed entry);
+   *  0 = no compression state. Default 0. */
+  uint32_t compress_ratio;
+  /** SWA_COMPRESS_OPAQUE: bytes of one compression entry (non-zero with
+   *  compress_ratio). Typed kinds (compress_kind): must be 0, the library
+   *  sizes the rows. Default 0. */
+  uint32_t compress_entry_bytes;
   float rope_theta;           /**< RoPE base; used when rope_style is not NONE. Default 10000. */
   uint32_t rope_dims;         /**< Rotary dims n (even); used when rope_style is not NONE. Default 0. */
   uint32_t has_sinks;         /**< 1: the layer has per-head attention sinks. Default 0. */
@@ -218,6 +239,36 @@ typedef struct swa_layer_desc {
    *  keeps today's behaviour (softmax_scale alone would not have grown the
    *  struct past 0.2.0's padded size). Default 0. */
   uint32_t reserved;
+  /* Appended after 0.2.0 (a struct_size without them means: an opaque
+   * compression region, as compress_ratio and compress_entry_bytes say). */
+  /** What the compression region holds (\ref sem_compress). A typed kind
+   *  (HCA, CSA) needs compress_ratio >= 1, compress_head_dim and
+   *  compress_entry_bytes = 0; the library then keeps the compressor's
+   *  source rows in a ring, plans which windows close and computes their
+   *  entries (swa_compress_step()). Default SWA_COMPRESS_OPAQUE. */
+  swa_compress_kind_t compress_kind;
+  /** d: width of one compressed entry (DeepSeek-V4: 512). HCA source rows are
+   *  d wide, CSA rows 2d. 1 ... 16384; 0 for SWA_COMPRESS_OPAQUE. Default 0. */
+  uint32_t compress_head_dim;
+  /** RoPE of the compressed entries: the trailing `compress_rope_dims` dims of
+   *  each entry are rotated in interleaved pairs (dims 2i, 2i + 1 of that
+   *  slice) at the entry's position w * compress_ratio, with this layer's
+   *  rope_theta, YaRN fields and attention factor, the frequencies computed
+   *  for n = compress_rope_dims (DeepSeek-V4: 64, the "compress" table, which
+   *  is the CSA/HCA layer's own). Even, <= compress_head_dim (and <=
+   *  index_head_dim); 0 = entries are not rotated. Default 0. */
+  uint32_t compress_rope_dims;
+  /** Storage of the buffered source rows: SWA_FORMAT_FP32 (exact) or
+   *  SWA_FORMAT_BF16 (half the bytes; transformers keeps them in the
+   *  activation dtype, BF16 for the released checkpoints). Default
+   *  SWA_FORMAT_FP32. */
+  swa_format_t compress_row_format;
+  /** SWA_COMPRESS_CSA only: width of the Lightning Indexer's compressor
+   *  entries (DeepSeek-V4: 128), a second ring of the same rate and structure
+   *  (compressor 1 of swa_compress_step()); 0 = no indexer. Default 0. */
+  uint32_t index_head_dim;
+  /** Must be 0 (INVALID_ARGUMENT otherwise). Default 0. */
+  uint32_t compress_reserved;
 } swa_layer_desc_t;
 
 /** \brief Fill *desc with the defaults listed on swa_layer_desc_t (a
@@ -297,6 +348,13 @@ typedef struct swa_layout {
   uint64_t stored_bytes;      /**< Bytes of the stored region (padded stored rings). */
   uint64_t pool_bytes;        /**< max_slots * slot_bytes. */
   uint64_t fingerprint;       /**< Stable 64-bit hash of everything that shapes the bytes. */
+  /* Appended after 0.2.0. */
+  /** Bytes of every layer's compression region in a slot (rings padded). */
+  uint64_t compress_bytes;
+  /** Bytes of the blob's compression section (\ref sem_store_blob): the
+   *  typed compressor rings (main and indexer, unpadded) of the stored
+   *  layers; 0 when none. */
+  uint64_t compress_saved_bytes;
 } swa_layout_t;
 
 /** \brief Layout of one layer inside a slot. */
@@ -310,10 +368,24 @@ typedef struct swa_layer_layout {
   uint32_t ring_len;          /**< R. */
   uint64_t ring_offset;       /**< Offset of the ring inside a slot. */
   uint64_t ring_bytes;        /**< R * bytes_per_token rounded up to the alignment. */
-  uint32_t compress_len;      /**< Compression ring entries (c + N), 0 = none. */
-  uint32_t compress_entry_bytes; /**< Bytes of one compression entry. */
-  uint64_t compress_offset;   /**< Offset of the compression region (0 when none). */
+  /** Compression ring rows L, 0 = none: c + N (opaque and HCA), 2c + N
+   *  (CSA, whose next window also reads the previous window's rows). */
+  uint32_t compress_len;
+  /** Bytes of one ring row: the opaque entry, or a typed compressor's source
+   *  row (kv then gate, each compress_head_dim (HCA) or 2 * compress_head_dim
+   *  (CSA) values in compress_row_format). */
+  uint32_t compress_entry_bytes;
+  uint64_t compress_offset;   /**< Offset of the compressor ring (0 when none). */
   uint64_t compress_bytes;    /**< compress_len * entry bytes rounded up to the alignment. */
+  /* Appended after 0.2.0. */
+  swa_compress_kind_t compress_kind; /**< The layer's compress_kind. */
+  uint32_t compress_ratio;    /**< c (0 = none). */
+  uint32_t compress_head_dim; /**< d of the entries (typed kinds; else 0). */
+  uint32_t index_head_dim;    /**< The indexer compressor's entry width; 0 = none. */
+  uint32_t index_row_bytes;   /**< Bytes of one indexer ring row (2 * 2 * index_head_dim values); 0 = none. */
+  uint32_t compress_row_values; /**< Values per kv (or gate) half of a main ring row: d or 2d. */
+  uint64_t index_offset;      /**< Offset of the indexer ring (compress_len rows), 0 = none. */
+  uint64_t index_bytes;       /**< compress_len * index_row_bytes rounded up to the alignment. */
 } swa_layer_layout_t;
 
 /** \brief Strided byte-tensor view of memory owned by a cache. */
@@ -922,6 +994,174 @@ SWA_API void swa_merge_args_init(swa_merge_args_t* args);
  *  CUDA error).
  *  \note Thread-safe; on CUDA the work is enqueued on args->stream. */
 SWA_API swa_status_t swa_attention_merge(swa_cache_t* cache, const swa_merge_args_t* args);
+
+/* ---- Compression state (DeepSeek-V4 HCA/CSA compressors) ---------------- */
+
+/** \brief One compressed entry that closes in a planned step
+ *  (\ref sem_compress). A plain array element without struct_size: its
+ *  40-byte layout is fixed.
+ *
+ *  The entry's window has S slots, S = c (HCA) or 2c (CSA), at the source
+ *  positions first_position ... first_position + S - 1 (CSA: the first c
+ *  slots give their Ca half, the last c their Cb half; HCA: the whole row).
+ *  They split, in this order, into n_missing slots without a row (a position
+ *  below 0 or below the sequence's valid_start: zero weight, as transformers'
+ *  -inf gate of window 0's Ca), n_ring slots read from the compressor ring
+ *  (slot j's row is (ring_row + j) mod compress_len of the sequence's slot, as
+ *  the ring held it *before* the step stored its new rows) and n_new slots
+ *  taken from the step's new rows (slot j's is batch row new_row + j). */
+typedef struct swa_compress_window {
+  uint32_t seq;           /**< Index of the sequence in the plan's batch. */
+  uint32_t slot;          /**< Its state slot. */
+  /** w, the entry's absolute index in the sequence's compressed KV: the
+   *  engine writes the entry there, overwriting the entry of a rewound window. */
+  int32_t entry;
+  int32_t position;       /**< RoPE position of the entry: w * c. */
+  int32_t first_position; /**< Source position of slot 0: w * c (HCA), (w - 1) * c (CSA). */
+  int32_t n_missing;      /**< Leading slots without a row. */
+  int32_t n_ring;         /**< Slots read from the ring, after the missing ones. */
+  int32_t ring_row;       /**< Ring row of the first ring slot (0 when n_ring is 0). */
+  int32_t n_new;          /**< Last slots, from the step's new rows. */
+  int32_t new_row;        /**< Batch row of the first new slot (0 when n_new is 0). */
+} swa_compress_window_t;
+
+/** \brief The entries that close in a built plan for one layer's compressor
+ *  (\ref sem_compress), in batch order, then by entry: the order of
+ *  swa_compress_step()'s output rows. The layer's indexer compressor closes
+ *  the same windows.
+ *  \param[in] plan A built plan.
+ *  \param[in] layer A layer with a typed compressor (HCA or CSA).
+ *  \param[out] out Array of `capacity` windows; NULL to ask only for the count.
+ *  \param[in] capacity Entries available in out.
+ *  \param[out] count Receives the number of closing windows.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL plan or count, or a layer
+ *  without a typed compressor (the message names it); SWA_OUT_OF_RANGE for a
+ *  layer id past the last layer, or a capacity below the count (nothing
+ *  written); SWA_FAILED_PRECONDITION when the plan is not built.
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_compress_windows(const swa_plan_t* plan, uint32_t layer,
+                                               swa_compress_window_t* out, size_t capacity,
+                                               size_t* count);
+
+/** \brief Where a built plan stores one layer's new source rows in its
+ *  compressor ring (\ref sem_compress): runs with dst_row the flat ring row
+ *  `slot * compress_len + (p mod compress_len)`, src_row the batch row of the
+ *  first token, count tokens; at most two runs per sequence (split at the
+ *  wrap). Only the last min(seqlen_q, compress_len) new rows of a sequence are
+ *  stored. The store comes after the windows were read (see
+ *  swa_compress_window_t). Same for the indexer ring.
+ *  \param[in] plan A built plan.
+ *  \param[in] layer A layer with a typed compressor.
+ *  \param[out] out Array of `capacity` segments; NULL to ask only for the count.
+ *  \param[in] capacity Entries available in out.
+ *  \param[out] count Receives the number of runs.
+ *  \retval The codes of swa_plan_compress_windows().
+ *  \note Safe concurrently with other readers of the same plan. */
+SWA_API swa_status_t swa_plan_compress_store_segments(const swa_plan_t* plan, uint32_t layer,
+                                                      swa_segment_t* out, size_t capacity,
+                                                      size_t* count);
+
+/** \brief Tensor view of one layer's compressor ring over all slots (for an
+ *  engine's own compressor kernel): `uint8 [max_slots, compress_len, 2,
+ *  half_bytes]` with byte strides `(slot_bytes, row_bytes, half_bytes, 1)`:
+ *  per row the kv values, then the gate values (without the position bias),
+ *  in compress_row_format.
+ *  \param[in] cache The cache; the view borrows its pool.
+ *  \param[in] layer A layer with a typed compressor.
+ *  \param[in] compressor 0 = the layer's compressor, 1 = its indexer compressor.
+ *  \param[out] out out->struct_size must be set by the caller.
+ *  \retval SWA_OK; SWA_OUT_OF_RANGE for a bad layer; SWA_INVALID_ARGUMENT for
+ *  NULL, a bad struct_size, a layer without a typed compressor or a compressor
+ *  it does not have.
+ *  \note Thread-safe. */
+SWA_API swa_status_t swa_cache_compress_view(const swa_cache_t* cache, uint32_t layer,
+                                             uint32_t compressor, swa_tensor_view_t* out);
+
+/** \brief Arguments of one compressor of one layer of a planned step. Fill
+ *  with swa_compress_args_init(). Tensors are dense row-major host memory on
+ *  the CPU backend (device memory on the CUDA backend), borrowed for the call. */
+typedef struct swa_compress_args {
+  size_t struct_size;          /**< sizeof(swa_compress_args_t), set by init. */
+  uint32_t layer;              /**< Layer id. Default 0. */
+  /** 0 = the layer's compressor (entries compress_head_dim wide), 1 = its
+   *  Lightning Indexer's compressor (index_head_dim wide). Default 0. */
+  uint32_t compressor;
+  /** New source rows [T, S] in dtype, the plan's new tokens in batch order;
+   *  S = d (HCA) or 2d (CSA, Ca | Cb), d the compressor's entry width. */
+  const void* kv;
+  const void* gate;            /**< Gate rows [T, S] in dtype, without the position bias. */
+  swa_dtype_t dtype;           /**< Of kv and gate. Default SWA_DTYPE_FP32. */
+  /** S of the caller's kv and gate rows (and of position_bias): must be the
+   *  compressor's, d (HCA) or 2d (CSA). Default 0 (refused: give it). */
+  uint32_t row_width;
+  /** T, rows of kv and gate: must be the plan's new-token count. Default 0. */
+  int64_t rows;
+  const float* position_bias;  /**< [c, S] FP32, added to the gates of window slot i mod c. */
+  const float* norm_weight;    /**< [d] FP32 weight of the entries' RMSNorm (kv_norm). */
+  float norm_eps;              /**< RMSNorm epsilon, finite and > 0. Default 1e-6. */
+  void* out;                   /**< [out_rows, d] in out_dtype: entry k of the plan's windows in row k. */
+  swa_dtype_t out_dtype;       /**< Default SWA_DTYPE_FP32. */
+  /** Rows of `out`, at least the plan's window count for the layer
+   *  (swa_plan_compress_windows()); rows past it are not written. Default 0. */
+  uint64_t out_rows;
+  void* stream;                /**< cudaStream_t on the CUDA backend; ignored on the CPU. */
+} swa_compress_args_t;
+
+/** \brief Fill *args with the defaults listed on swa_compress_args_t.
+ *  \param[out] args Written in full; NULL is ignored.
+ *  \note Thread-safe. */
+SWA_API void swa_compress_args_init(swa_compress_args_t* args);
+
+/** \brief Run one compressor of one layer of a planned step (\ref sem_compress):
+ *  compute the entry of every window that closes (swa_plan_compress_windows()),
+ *  then store the new source rows into the compressor ring
+ *  (swa_plan_compress_store_segments()).
+ *
+ *  Entry w = RoPE(RMSNorm(sum over its S slots of softmax over the slots of
+ *  (gate + position_bias) times kv, per feature)), computed in FP32 as
+ *  transformers' DeepseekV4HCACompressor / DeepseekV4CSACompressor (and the
+ *  indexer's compressor) do: CSA slot j < c takes the Ca half (features
+ *  0 ... d-1) of its row and position_bias row j, slot j >= c the Cb half
+ *  (features d ... 2d-1) and bias row j - c; HCA slot j takes the row and bias
+ *  row j; missing slots have zero weight; RMSNorm x * rsqrt(mean(x^2) + eps)
+ *  * norm_weight; RoPE as compress_rope_dims says, at w * c.
+ *
+ *  Run each compressor of each compressed layer once per built plan, with or
+ *  without swa_step() of the layer; like swa_step(), the first successful
+ *  call makes the plan no longer cancellable. An engine that runs its own
+ *  compressor kernel uses the plan queries and the view instead.
+ *  \param[in,out] cache The cache the plan was created for.
+ *  \param[in,out] plan A built plan of this cache.
+ *  \param[in] args The layer, compressor and tensors.
+ *  \retval SWA_OK on success.
+ *  \retval SWA_INVALID_ARGUMENT for NULL tensors, a bad struct_size, unknown
+ *  dtypes, a non-positive or non-finite norm_eps, a layer without a typed
+ *  compressor or a compressor index it does not have (the message names it),
+ *  out_rows below the window count.
+ *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
+ *  \retval SWA_FAILED_PRECONDITION for a plan not built, cancelled or of
+ *  another cache, or whose slots were freed or are being saved or restored
+ *  (as at swa_step()).
+ *  \retval SWA_UNIMPLEMENTED on a backend without the compressor kernel.
+ *  Nothing is written on failure.
+ *  \note Threading as swa_step(): the plan's slots are held during the call. */
+SWA_API swa_status_t swa_compress_step(swa_cache_t* cache, swa_plan_t* plan,
+                                       const swa_compress_args_t* args);
+
+/** \brief Whether swa_slot_save() and swa_slot_save_at() of this cache carry the
+ *  compression state (\ref sem_store_blob): with `enable` non-zero, each blob
+ *  gets a compression section (blob format version 4, flag bit 1) holding the
+ *  compressor rings (main and indexer) of every stored layer with a typed
+ *  compressor, and a restore of such a blob writes them back, so the sequence
+ *  continues exactly. A restore of a blob without the section leaves the
+ *  compression rings as they are. Off by default (blobs as before).
+ *  swa_slot_save_at() at a position whose compressor rows the rings no longer
+ *  hold fails with SWA_OUT_OF_RANGE naming the layer.
+ *  \param[in] cache The cache.
+ *  \param[in] enable 0 or 1.
+ *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL or a value other than 0 and 1.
+ *  \note Thread-safe; saves already running keep the setting they started with. */
+SWA_API swa_status_t swa_cache_set_save_compression(swa_cache_t* cache, uint32_t enable);
 
 /* ---- RoPE as a service -------------------------------------------------- */
 
@@ -1554,7 +1794,9 @@ SWA_API swa_status_t swa_slot_save_at(swa_cache_t* cache, uint32_t slot, int32_t
 /** \brief Restore a slot from the blob saved under `key`. The blob is read into
  *  a staging buffer and verified in full (magic, version, fingerprint, key,
  *  sizes, checksum) before the slot's stored region, written_end and valid_start
- *  are overwritten. Dropped layers and compression state are left as they are.
+ *  are overwritten. Dropped layers are left as they are; the compression state
+ *  too, unless the blob carries a compression section
+ *  (swa_cache_set_save_compression()), which is then written back.
  *  \see \ref md_docs_store "docs/store.md".
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "backend/compress_work.h"
 #include "backend/graph_work.h"
 #include "common/merge_work.h"
 #include "backend/project_work.h"
@@ -61,6 +63,17 @@ class Backend {
 
   // swa_attention_merge: two partial attentions into one, row by row.
   virtual absl::Status Merge(const MergeWork& work) = 0;
+  // swa_compress_step (backend/compress_work.h, docs/semantics.md "Compression
+  // state"): compute the entry of every closing window into work.out, reading
+  // each window's ring rows before any store, then store the new source rows
+  // into the ring (work.store). UNIMPLEMENTED on a backend without the
+  // compressor kernel; nothing is written then.
+  virtual absl::Status CompressStep(const CompressWork& work) {
+    (void)work;
+    return absl::UnimplementedError(
+        "swa_compress_step: this backend has no compressor kernel yet (use the CPU backend, or "
+        "the plan's windows with your own kernel)");
+  }
 
   // The executor of the graph-capturable decode (graph_work.h) for one graph.
   virtual absl::StatusOr<std::unique_ptr<GraphExecutor>> MakeGraph(const GraphSetup& setup) = 0;

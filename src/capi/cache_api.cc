@@ -70,6 +70,14 @@ SWA_API swa_status_t swa_cache_layer_layout(const swa_cache_t* cache, uint32_t l
     v.compress_entry_bytes = l.compress_entry_bytes;
     v.compress_offset = l.compress_offset;
     v.compress_bytes = l.compress_bytes;
+    v.compress_kind = static_cast<swa_compress_kind_t>(l.compress_kind);
+    v.compress_ratio = l.compress_ratio;
+    v.compress_head_dim = l.compress_head_dim;
+    v.index_head_dim = l.index_head_dim;
+    v.index_row_bytes = l.index_row_bytes;
+    v.compress_row_values = l.compress_row_values;
+    v.index_offset = l.index_offset;
+    v.index_bytes = l.index_bytes;
     swa::capi::WriteStruct(v, out);
     return absl::OkStatus();
   });

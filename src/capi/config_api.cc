@@ -59,6 +59,18 @@ absl::Status ConvertLayer(const swa_layer_desc_t& d, uint32_t i, LayerSpec* out)
   if (d.reserved != 0)
     return absl::InvalidArgumentError(
         absl::StrFormat("layers[%u].reserved = %u must be 0", i, d.reserved));
+  SWA_ASSIGN_OR_RETURN(out->compress_kind,
+                       ConvertCompressKind(d.compress_kind,
+                                           absl::StrFormat("layers[%u].compress_kind", i)));
+  SWA_ASSIGN_OR_RETURN(out->compress_row_format,
+                       ConvertFormat(d.compress_row_format,
+                                     absl::StrFormat("layers[%u].compress_row_format", i)));
+  out->compress_head_dim = d.compress_head_dim;
+  out->compress_rope_dims = d.compress_rope_dims;
+  out->index_head_dim = d.index_head_dim;
+  if (d.compress_reserved != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layers[%u].compress_reserved = %u must be 0", i, d.compress_reserved));
   SWA_RETURN_IF_ERROR(ConvertRope(d, i, &out->rope));
   return absl::OkStatus();
 }
@@ -156,6 +168,12 @@ SWA_API void swa_layer_desc_init(swa_layer_desc_t* desc) {
   desc->logit_softcap = d.logit_softcap;
   desc->softmax_scale = d.softmax_scale;
   desc->reserved = 0;
+  desc->compress_kind = SWA_COMPRESS_OPAQUE;
+  desc->compress_head_dim = 0;
+  desc->compress_rope_dims = 0;
+  desc->compress_row_format = SWA_FORMAT_FP32;
+  desc->index_head_dim = 0;
+  desc->compress_reserved = 0;
 }
 
 SWA_API void swa_config_init(swa_config_t* config) {

@@ -79,6 +79,14 @@ inline absl::StatusOr<RopeStyle> ConvertRopeStyle(const swa_rope_style_t& value,
   return static_cast<RopeStyle>(raw);
 }
 
+inline absl::StatusOr<CompressKind> ConvertCompressKind(const swa_compress_kind_t& value,
+                                                        std::string_view name) {
+  SWA_ASSIGN_OR_RETURN(int32_t raw,
+                       CheckEnum(value, {SWA_COMPRESS_OPAQUE, SWA_COMPRESS_HCA, SWA_COMPRESS_CSA},
+                                 "swa_compress_kind_t", name));
+  return static_cast<CompressKind>(raw);
+}
+
 // swa_backend_t stays a C value: AUTO has no internal counterpart (the
 // configuration resolves it).
 inline absl::StatusOr<swa_backend_t> CheckBackend(const swa_backend_t& value,

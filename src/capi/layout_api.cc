@@ -23,6 +23,8 @@ swa_layout_t LayoutStruct(const Layout& l) {
   v.stored_bytes = l.stored_bytes();
   v.pool_bytes = l.pool_bytes();
   v.fingerprint = l.fingerprint();
+  v.compress_bytes = l.compress_bytes();
+  v.compress_saved_bytes = l.compress_saved_bytes();
   return v;
 }
 

@@ -86,12 +86,18 @@ constexpr bool ValidVersions(const StructVersion (&versions)[N]) {
 SWA_STRUCT_VERSIONS(swa_layer_desc_t, swa_layer_desc_init,
                     Before<swa_layer_desc_t>(offsetof(swa_layer_desc_t, rope_style)),  // 0.1
                     Before<swa_layer_desc_t>(offsetof(swa_layer_desc_t, softmax_scale)),  // 0.2
+                    Before<swa_layer_desc_t>(offsetof(swa_layer_desc_t, compress_kind)),
                     Current<swa_layer_desc_t>());
 SWA_STRUCT_VERSIONS(swa_config_t, swa_config_init,
                     Before<swa_config_t>(offsetof(swa_config_t, store_secret)),  // 0.2
                     Current<swa_config_t>());
-SWA_STRUCT_VERSIONS(swa_layout_t, nullptr, Current<swa_layout_t>());
-SWA_STRUCT_VERSIONS(swa_layer_layout_t, nullptr, Current<swa_layer_layout_t>());
+SWA_STRUCT_VERSIONS(swa_layout_t, nullptr,
+                    Before<swa_layout_t>(offsetof(swa_layout_t, compress_bytes)),  // 0.2
+                    Current<swa_layout_t>());
+SWA_STRUCT_VERSIONS(swa_layer_layout_t, nullptr,
+                    Before<swa_layer_layout_t>(offsetof(swa_layer_layout_t, compress_kind)),  // 0.2
+                    Current<swa_layer_layout_t>());
+SWA_STRUCT_VERSIONS(swa_compress_args_t, swa_compress_args_init, Current<swa_compress_args_t>());
 SWA_STRUCT_VERSIONS(swa_tensor_view_t, nullptr, Current<swa_tensor_view_t>());
 SWA_STRUCT_VERSIONS(swa_slot_info_t, nullptr, Current<swa_slot_info_t>());
 SWA_STRUCT_VERSIONS(swa_plan_options_t, swa_plan_options_init, Current<swa_plan_options_t>());

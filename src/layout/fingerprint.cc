@@ -42,6 +42,12 @@ uint64_t LayoutFingerprint(const ModelSpec& spec, uint32_t ring_len) {
                        l.head_dim, static_cast<uint32_t>(l.shared_kv), l.compress_ratio,
                        l.compress_entry_bytes})
       h.U32(v);
+    // Typed compressors shape their rings' bytes too; opaque layers hash as
+    // before, so that their fingerprints (and saved blobs) stay valid.
+    if (l.compress_kind != CompressKind::kOpaque)
+      for (uint32_t v : {static_cast<uint32_t>(l.compress_kind), l.compress_head_dim,
+                         static_cast<uint32_t>(l.compress_row_format), l.index_head_dim})
+        h.U32(v);
   }
   return h.value();
 }

@@ -63,6 +63,65 @@ absl::Status ValidateRope(const RopeSpec& r, uint32_t head_dim, uint32_t i) {
   return absl::OkStatus();
 }
 
+// A typed compressor (docs/semantics.md, "Compression state"): its widths, rate
+// and RoPE slice against the limits that keep every row in uint32 bytes.
+absl::Status ValidateCompressor(const LayerSpec& l, uint32_t i) {
+  const char* kind = l.compress_kind == CompressKind::kCsa ? "CSA" : "HCA";
+  if (l.compress_ratio == 0 || l.compress_ratio > kMaxCompressRatio)
+    return Invalid("layers[%u].compress_ratio = %u is out of range [1, %u] for a %s compressor", i,
+                   l.compress_ratio, kMaxCompressRatio, kind);
+  if (l.compress_entry_bytes != 0)
+    return Invalid("layers[%u].compress_entry_bytes = %u must be 0 for a %s compressor (the "
+                   "library sizes its rows)",
+                   i, l.compress_entry_bytes, kind);
+  if (l.compress_head_dim == 0 || l.compress_head_dim > kMaxHeadDim)
+    return Invalid("layers[%u].compress_head_dim = %u is out of range [1, %u]", i,
+                   l.compress_head_dim, kMaxHeadDim);
+  if (l.index_head_dim != 0 && l.compress_kind != CompressKind::kCsa)
+    return Invalid("layers[%u].index_head_dim = %u: only a CSA compressor has an indexer", i,
+                   l.index_head_dim);
+  if (l.index_head_dim > kMaxHeadDim)
+    return Invalid("layers[%u].index_head_dim = %u exceeds %u", i, l.index_head_dim, kMaxHeadDim);
+  if (l.compress_row_format != Format::kFp32 && l.compress_row_format != Format::kBf16)
+    return Invalid("layers[%u].compress_row_format = %s: the source rows are FP32 or BF16", i,
+                   FormatName(l.compress_row_format));
+  const uint32_t min_dim = l.index_head_dim != 0 && l.index_head_dim < l.compress_head_dim
+                               ? l.index_head_dim
+                               : l.compress_head_dim;
+  if (l.compress_rope_dims % 2 != 0 || l.compress_rope_dims > min_dim)
+    return Invalid("layers[%u].compress_rope_dims = %u must be even and <= %u (the narrowest "
+                   "entry width)",
+                   i, l.compress_rope_dims, min_dim);
+  if (l.compress_rope_dims != 0) {
+    RopeSpec r = l.rope;  // the layer's table with n = compress_rope_dims
+    r.style = RopeStyle::kGptj;
+    r.first_dim = 0;
+    r.dims = l.compress_rope_dims;
+    if (absl::Status s = ValidateRope(r, l.compress_rope_dims, i); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The compression region: a typed compressor, or the opaque entries.
+absl::Status ValidateCompression(const LayerSpec& l, uint32_t i) {
+  if (l.compress_kind != CompressKind::kOpaque) return ValidateCompressor(l, i);
+  if (l.compress_head_dim != 0 || l.index_head_dim != 0 || l.compress_rope_dims != 0)
+    return Invalid("layers[%u]: compress_head_dim = %u, index_head_dim = %u, compress_rope_dims = "
+                   "%u need a typed compress_kind (HCA or CSA)",
+                   i, l.compress_head_dim, l.index_head_dim, l.compress_rope_dims);
+  if ((l.compress_ratio == 0) != (l.compress_entry_bytes == 0))
+    return Invalid(
+        "layers[%u]: compress_ratio = %u and compress_entry_bytes = %u must be both zero or both "
+        "non-zero",
+        i, l.compress_ratio, l.compress_entry_bytes);
+  if (l.compress_ratio > kMaxWindow)
+    return Invalid("layers[%u].compress_ratio = %u exceeds %u", i, l.compress_ratio, kMaxWindow);
+  if (l.compress_entry_bytes > (1u << 24))
+    return Invalid("layers[%u].compress_entry_bytes = %u exceeds %u", i, l.compress_entry_bytes,
+                   1u << 24);
+  return absl::OkStatus();
+}
+
 absl::Status ValidateLayer(const LayerSpec& l, uint32_t i) {
   if (l.head_dim == 0 || l.head_dim > kMaxHeadDim)
     return Invalid("layers[%u].head_dim = %u is out of range [1, %u]", i, l.head_dim, kMaxHeadDim);
@@ -88,22 +147,41 @@ absl::Status ValidateLayer(const LayerSpec& l, uint32_t i) {
   if (l.q_heads % l.kv_heads != 0)
     return Invalid("layers[%u].q_heads = %u is not a multiple of kv_heads = %u", i, l.q_heads,
                    l.kv_heads);
-  if ((l.compress_ratio == 0) != (l.compress_entry_bytes == 0))
-    return Invalid(
-        "layers[%u]: compress_ratio = %u and compress_entry_bytes = %u must be both zero or both "
-        "non-zero",
-        i, l.compress_ratio, l.compress_entry_bytes);
-  if (l.compress_ratio > kMaxWindow)
-    return Invalid("layers[%u].compress_ratio = %u exceeds %u", i, l.compress_ratio, kMaxWindow);
-  if (l.compress_entry_bytes > (1u << 24))
-    return Invalid("layers[%u].compress_entry_bytes = %u exceeds %u", i, l.compress_entry_bytes,
-                   1u << 24);
+  if (absl::Status s = ValidateCompression(l, i); !s.ok()) return s;
   if (!std::isfinite(l.logit_softcap) || l.logit_softcap < 0)
     return Invalid("layers[%u].logit_softcap = %g is not a finite value >= 0", i, l.logit_softcap);
   if (!std::isfinite(l.softmax_scale) || l.softmax_scale < 0)
     return Invalid("layers[%u].softmax_scale = %g is not a finite value > 0 (or 0: 1/sqrt(head_dim))",
                    i, l.softmax_scale);
   return ValidateRope(l.rope, l.head_dim, i);
+}
+
+// Rows of a typed compressor (docs/layout.md): L = c + N (HCA) or 2c + N
+// (CSA) rows of kv then gate, d (HCA) or 2d (CSA) values each, and the same
+// for the indexer's ring at index_head_dim.
+absl::Status SizeCompressor(const LayerSpec& l, const ModelSpec& spec, uint32_t i,
+                            LayerLayout* ll) {
+  const uint64_t align = spec.alignment;
+  const bool csa = l.compress_kind == CompressKind::kCsa;
+  const uint32_t per_value = l.compress_row_format == Format::kBf16 ? 2 : 4;
+  ll->compress_kind = l.compress_kind;
+  ll->compress_head_dim = l.compress_head_dim;
+  ll->compress_value_bytes = per_value;
+  ll->compress_len = static_cast<uint32_t>(
+      CompressRingLen(l.compress_kind, l.compress_ratio, spec.draft_tokens));
+  ll->compress_row_values = (csa ? 2 : 1) * l.compress_head_dim;
+  const uint64_t row = uint64_t{2} * ll->compress_row_values * per_value;
+  if (row > (1u << 24))
+    return Invalid("layers[%u]: a compressor row of %u bytes exceeds %u", i, row, 1u << 24);
+  ll->compress_entry_bytes = static_cast<uint32_t>(row);
+  ll->compress_bytes = RoundUp(uint64_t{ll->compress_len} * row, align);
+  if (l.index_head_dim != 0) {
+    ll->index_head_dim = l.index_head_dim;
+    ll->index_row_values = 2 * l.index_head_dim;
+    ll->index_row_bytes = 2 * ll->index_row_values * per_value;
+    ll->index_bytes = RoundUp(uint64_t{ll->compress_len} * ll->index_row_bytes, align);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -159,11 +237,14 @@ absl::StatusOr<Layout> Layout::Create(const ModelSpec& spec) {
       return Invalid("layers[%u]: bytes per token %u overflows uint32", i, per_token);
     ll.bytes_per_token = static_cast<uint32_t>(per_token);
     ll.ring_bytes = RoundUp(per_token * ring_len, align);
-    if (l.compress_ratio != 0) {
+    if (l.compress_kind != CompressKind::kOpaque) {
+      if (absl::Status s = SizeCompressor(l, spec, i, &ll); !s.ok()) return s;
+    } else if (l.compress_ratio != 0) {
       ll.compress_len = l.compress_ratio + spec.draft_tokens;
       ll.compress_entry_bytes = l.compress_entry_bytes;
       ll.compress_bytes = RoundUp(uint64_t{ll.compress_len} * l.compress_entry_bytes, align);
     }
+    ll.compress_ratio = l.compress_ratio;
   }
 
   // Region order: stored rings, dropped rings, compression regions.
@@ -181,12 +262,26 @@ absl::StatusOr<Layout> Layout::Create(const ModelSpec& spec) {
       for (const LayerLayout& ll : out.layers_) out.num_stored_layers_ += ll.role == Role::kStored;
     }
   }
-  for (LayerLayout& ll : out.layers_) {
+  const uint64_t compress_start = offset;
+  for (uint32_t i = 0; i < out.layers_.size(); ++i) {
+    LayerLayout& ll = out.layers_[i];
     if (ll.compress_len == 0) continue;
     ll.compress_offset = offset;
     offset += ll.compress_bytes;
+    if (ll.index_row_bytes != 0) {
+      ll.index_offset = offset;
+      offset += ll.index_bytes;
+    }
     if (offset > kLimit) return Invalid("slot bytes exceed %u", kLimit);
+    if (ll.typed_compressor() && ll.role == Role::kStored)
+      out.compress_saved_bytes_ += uint64_t{ll.compress_len} *
+                                   (uint64_t{ll.compress_entry_bytes} + ll.index_row_bytes);
+    if (uint64_t{spec.max_slots} * ll.compress_len >
+        uint64_t{std::numeric_limits<int32_t>::max()})
+      return Invalid("layers[%u]: max_slots * compress_len = %u * %u overflows the int32 row index",
+                     i, spec.max_slots, ll.compress_len);
   }
+  out.compress_bytes_ = offset - compress_start;
   out.slot_bytes_ = RoundUp(offset, align);
   const auto pool = CheckedMul(out.slot_bytes_, spec.max_slots);
   if (!pool || *pool > uint64_t{std::numeric_limits<int64_t>::max()} ||

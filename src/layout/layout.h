@@ -17,10 +17,27 @@ struct LayerLayout {
   uint32_t bytes_per_token = 0;
   uint64_t ring_offset = 0;
   uint64_t ring_bytes = 0;       // R * bytes_per_token, padded to the alignment
-  uint32_t compress_len = 0;     // c + N entries, 0 = none
-  uint32_t compress_entry_bytes = 0;
+  uint32_t compress_len = 0;     // L rows: c + N (opaque, HCA), 2c + N (CSA); 0 = none
+  uint32_t compress_entry_bytes = 0;  // bytes of one row (opaque entry, or kv + gate)
   uint64_t compress_offset = 0;
   uint64_t compress_bytes = 0;   // padded to the alignment
+  // Typed compressors: kind, rate, entry width, values per half row (d or 2d),
+  // bytes of one value, the indexer ring (same L; 0 = none).
+  CompressKind compress_kind = CompressKind::kOpaque;
+  uint32_t compress_ratio = 0;
+  uint32_t compress_head_dim = 0;
+  uint32_t compress_row_values = 0;
+  uint32_t compress_value_bytes = 0;
+  uint32_t index_head_dim = 0;
+  uint32_t index_row_values = 0;
+  uint32_t index_row_bytes = 0;
+  uint64_t index_offset = 0;
+  uint64_t index_bytes = 0;      // padded to the alignment
+
+  bool typed_compressor() const { return compress_kind != CompressKind::kOpaque && compress_len != 0; }
+  CompressGeometry compress_geometry() const {
+    return {compress_kind, static_cast<int32_t>(compress_ratio), static_cast<int32_t>(compress_len)};
+  }
 };
 
 class Layout {
@@ -44,6 +61,10 @@ class Layout {
   uint64_t stored_bytes() const { return stored_bytes_; }
   uint64_t pool_bytes() const { return pool_bytes_; }
   uint64_t fingerprint() const { return fingerprint_; }
+  // Bytes of all compression regions of a slot, and of the blob's
+  // compression section (typed rings of stored layers, unpadded).
+  uint64_t compress_bytes() const { return compress_bytes_; }
+  uint64_t compress_saved_bytes() const { return compress_saved_bytes_; }
   const LayerLayout& layer(uint32_t i) const { return layers_[i]; }
 
   uint64_t SlotOffset(uint32_t slot) const { return uint64_t{slot} * slot_bytes_; }
@@ -56,6 +77,8 @@ class Layout {
   uint64_t stored_bytes_ = 0;
   uint64_t pool_bytes_ = 0;
   uint64_t fingerprint_ = 0;
+  uint64_t compress_bytes_ = 0;
+  uint64_t compress_saved_bytes_ = 0;
   std::vector<LayerLayout> layers_;
 };
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/compress_math.h"
 #include "common/records.h"
 
 namespace swa {
@@ -35,7 +36,15 @@ struct LayerSpec {
   bool shared_kv = true;
   Format format = Format::kMxfp8;
   uint32_t compress_ratio = 0;        // c; 0 = no compression state
-  uint32_t compress_entry_bytes = 0;  // bytes of one compression entry
+  uint32_t compress_entry_bytes = 0;  // bytes of one opaque compression entry (kOpaque only)
+  // Typed compressors (docs/semantics.md, "Compression state"): kind, entry
+  // width d, trailing RoPE dims of an entry, storage of the source rows, and
+  // the CSA indexer's entry width (0 = none).
+  CompressKind compress_kind = CompressKind::kOpaque;
+  uint32_t compress_head_dim = 0;
+  uint32_t compress_rope_dims = 0;
+  Format compress_row_format = Format::kFp32;
+  uint32_t index_head_dim = 0;
   bool has_sinks = false;
   RopeSpec rope;                      // rotation inside the step; style kNone = off
   float logit_softcap = 0;            // cap * tanh(s / cap) on the scaled logits; 0 = off
@@ -63,6 +72,8 @@ inline constexpr uint32_t kMaxLayers = 1u << 12;
 // any engine's batch.
 inline constexpr uint32_t kMaxSlots = 1u << 20;
 inline constexpr uint32_t kMaxAlignment = 4096;
+// Rate of a typed compressor (DeepSeek-V4: 4 and 128).
+inline constexpr uint32_t kMaxCompressRatio = 1u << 16;
 inline constexpr uint32_t kMinAlignment = 16;
 
 const char* FormatName(Format format);

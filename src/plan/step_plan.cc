@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/index_math.h"
+#include "plan/compress_plan.h"
 #include "plan/validate.h"
 
 namespace swa::plan {
@@ -50,7 +51,8 @@ StepPlan::StepPlan(SlotTable* slots, const Layout& layout, PlanOptions options)
       options_(options),
       window_(static_cast<int32_t>(layout.window())),
       ring_len_(static_cast<int32_t>(layout.ring_len())),
-      ring_mod_(layout.ring_len()) {
+      ring_mod_(layout.ring_len()),
+      compress_rings_(CompressRingsOf(layout)) {
   const uint32_t n = layout.max_slots();
   slot_mark_.Reserve(n);
   slot_mark_.SetSize(n);
@@ -87,6 +89,8 @@ absl::Status StepPlan::Build(absl::Span<const SeqDesc> seqs) {
     absl::MutexLock lock(&slots.mu());
     SWA_RETURN_IF_ERROR(ValidateBatch(slots, window_, ring_len_, seqs, slot_mark_.data(),
                                       build_stamp_, scratch_.data(), scratch_prev_.data(), &sum));
+    SWA_RETURN_IF_ERROR(
+        CheckCompressRewinds(compress_rings_, scratch_.data(), scratch_prev_.data(), n));
     // Grow every array before the commit so that a bad_alloc changes nothing.
     const size_t t = static_cast<size_t>(sum.n_tokens);
     cu_seqlens_.Reserve(n + 1);

@@ -6,10 +6,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "cache/slot_table.h"
+#include "common/compress_math.h"
 #include "common/records.h"
 #include "layout/layout.h"
 #include "plan/fast_mod.h"
@@ -123,6 +125,7 @@ class StepPlan {
   int32_t window_;
   int32_t ring_len_;
   FastMod ring_mod_;  // p mod R
+  std::vector<CompressRing> compress_rings_;  // typed compressor rings (compress_plan.h)
 
   Path path_ = Path::kNone;
   std::atomic<bool> executed_{false};

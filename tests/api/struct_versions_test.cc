@@ -38,11 +38,12 @@ constexpr bool kX86_64 = false;
   constexpr size_t kSizes_##T[] = {__VA_ARGS__};                                       \
   static_assert(!kX86_64 || kSizes_##T[sizeof kSizes_##T / sizeof(size_t) - 1] == sizeof(T), \
                 #T " changed size: append the new size to its list here")
-SIZES(swa_layer_desc_t, 56, 96, 104);  // 0.1 (82e0b87); RoPE and soft-cap (cac1c0f);
-                                       // softmax_scale and reserved (after 0.2.0)
+SIZES(swa_layer_desc_t, 56, 96, 104, 128);  // 0.1 (82e0b87); RoPE and soft-cap (cac1c0f);
+                                            // softmax_scale and reserved (after 0.2.0);
+                                            // typed compressors (after 0.2.0)
 SIZES(swa_config_t, 72, 104);  // 0.2; store_secret, store_namespace (after 0.2.0)
-SIZES(swa_layout_t, 80);
-SIZES(swa_layer_layout_t, 72);
+SIZES(swa_layout_t, 80, 96);  // 0.2; compress_bytes, compress_saved_bytes (after 0.2.0)
+SIZES(swa_layer_layout_t, 72, 112);  // 0.2; typed compressor fields (after 0.2.0)
 SIZES(swa_tensor_view_t, 96);
 SIZES(swa_slot_info_t, 32);
 SIZES(swa_plan_options_t, 16);
@@ -62,6 +63,7 @@ SIZES(swa_store_tier_stats_t, 64);
 SIZES(swa_project_args_t, 72);
 SIZES(swa_rope_info_t, 32);
 SIZES(swa_rope_args_t, 64);
+SIZES(swa_compress_args_t, 104);  // after 0.2.0
 #undef SIZES
 
 constexpr unsigned char kPoison = 0xA5;

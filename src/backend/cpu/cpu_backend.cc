@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_step.h"
 #include "backend/cpu/decode_graph_cpu.h"
 #include "backend/cpu/gemm_cpu.h"
+#include "backend/cpu/compress_cpu.h"
 #include "backend/cpu/merge_cpu.h"
 #include "backend/cpu/thread_pool.h"
 
@@ -102,6 +103,11 @@ class CpuBackend final : public Backend {
 
   absl::Status Merge(const MergeWork& work) override {
     MergeCpu(work, &pool_);
+    return absl::OkStatus();
+  }
+
+  absl::Status CompressStep(const CompressWork& work) override {
+    CompressCpu(work, &pool_);
     return absl::OkStatus();
   }
 

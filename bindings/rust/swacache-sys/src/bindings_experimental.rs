@@ -142,6 +142,22 @@ pub const SWA_ROPE_GPTJ: swa_rope_style = 2;
 pub type swa_rope_style = core::ffi::c_uint;
 #[doc = " \\brief How a layer's rotary dims are paired (\\ref sem_rope). Values pinned."]
 pub use self::swa_rope_style as swa_rope_style_t;
+#[doc = " Opaque: `compress_ratio + N` entries of `compress_entry_bytes` each that"]
+#[doc = "  the engine packs and reads itself (the behaviour before the typed kinds)."]
+pub const SWA_COMPRESS_OPAQUE: swa_compress_kind = 0;
+#[doc = " DeepSeek-V4 HCA: non-overlapping windows of `compress_ratio` tokens; a"]
+#[doc = "  token's source row is `kv` and `gate`, `compress_head_dim` wide each."]
+pub const SWA_COMPRESS_HCA: swa_compress_kind = 1;
+#[doc = " DeepSeek-V4 CSA: windows of `compress_ratio` tokens overlapping by one"]
+#[doc = "  stride; a token's source row is `kv` and `gate`, `2 * compress_head_dim`"]
+#[doc = "  wide each (two series Ca | Cb). Entry w reads window w-1's Ca and window"]
+#[doc = "  w's Cb. Optionally a second compressor of the same structure, the"]
+#[doc = "  Lightning Indexer's, `index_head_dim` wide."]
+pub const SWA_COMPRESS_CSA: swa_compress_kind = 2;
+#[doc = " \\brief What a layer's compression region holds (\\ref sem_compress). Values pinned."]
+pub type swa_compress_kind = core::ffi::c_uint;
+#[doc = " \\brief What a layer's compression region holds (\\ref sem_compress). Values pinned."]
+pub use self::swa_compress_kind as swa_compress_kind_t;
 #[doc = " \\brief Description of one SWA layer. Fill with swa_layer_desc_init()."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -160,9 +176,12 @@ pub struct swa_layer_desc {
     pub shared_kv: u32,
     #[doc = "< Ring storage format. Default SWA_FORMAT_MXFP8."]
     pub kv_format: swa_format_t,
-    #[doc = "< c of the compression state; 0 = none. Default 0."]
+    #[doc = " c, the compressor's rate (window of source tokens per compressed entry);"]
+    #[doc = "  0 = no compression state. Default 0."]
     pub compress_ratio: u32,
-    #[doc = "< Bytes of one compression entry. Default 0."]
+    #[doc = " SWA_COMPRESS_OPAQUE: bytes of one compression entry (non-zero with"]
+    #[doc = "  compress_ratio). Typed kinds (compress_kind): must be 0, the library"]
+    #[doc = "  sizes the rows. Default 0."]
     pub compress_entry_bytes: u32,
     #[doc = "< RoPE base; used when rope_style is not NONE. Default 10000."]
     pub rope_theta: f32,
@@ -205,10 +224,38 @@ pub struct swa_layer_desc {
     #[doc = "  keeps today's behaviour (softmax_scale alone would not have grown the"]
     #[doc = "  struct past 0.2.0's padded size). Default 0."]
     pub reserved: u32,
+    #[doc = " What the compression region holds (\\ref sem_compress). A typed kind"]
+    #[doc = "  (HCA, CSA) needs compress_ratio >= 1, compress_head_dim and"]
+    #[doc = "  compress_entry_bytes = 0; the library then keeps the compressor's"]
+    #[doc = "  source rows in a ring, plans which windows close and computes their"]
+    #[doc = "  entries (swa_compress_step()). Default SWA_COMPRESS_OPAQUE."]
+    pub compress_kind: swa_compress_kind_t,
+    #[doc = " d: width of one compressed entry (DeepSeek-V4: 512). HCA source rows are"]
+    #[doc = "  d wide, CSA rows 2d. 1 ... 16384; 0 for SWA_COMPRESS_OPAQUE. Default 0."]
+    pub compress_head_dim: u32,
+    #[doc = " RoPE of the compressed entries: the trailing `compress_rope_dims` dims of"]
+    #[doc = "  each entry are rotated in interleaved pairs (dims 2i, 2i + 1 of that"]
+    #[doc = "  slice) at the entry's position w * compress_ratio, with this layer's"]
+    #[doc = "  rope_theta, YaRN fields and attention factor, the frequencies computed"]
+    #[doc = "  for n = compress_rope_dims (DeepSeek-V4: 64, the \"compress\" table, which"]
+    #[doc = "  is the CSA/HCA layer's own). Even, <= compress_head_dim (and <="]
+    #[doc = "  index_head_dim); 0 = entries are not rotated. Default 0."]
+    pub compress_rope_dims: u32,
+    #[doc = " Storage of the buffered source rows: SWA_FORMAT_FP32 (exact) or"]
+    #[doc = "  SWA_FORMAT_BF16 (half the bytes; transformers keeps them in the"]
+    #[doc = "  activation dtype, BF16 for the released checkpoints). Default"]
+    #[doc = "  SWA_FORMAT_FP32."]
+    pub compress_row_format: swa_format_t,
+    #[doc = " SWA_COMPRESS_CSA only: width of the Lightning Indexer's compressor"]
+    #[doc = "  entries (DeepSeek-V4: 128), a second ring of the same rate and structure"]
+    #[doc = "  (compressor 1 of swa_compress_step()); 0 = no indexer. Default 0."]
+    pub index_head_dim: u32,
+    #[doc = " Must be 0 (INVALID_ARGUMENT otherwise). Default 0."]
+    pub compress_reserved: u32,
 }
 #[test]
 fn bindgen_test_layout_swa_layer_desc() {
-    assert_eq!(::core::mem::size_of::<swa_layer_desc>(), 104usize, concat!("Size of: ", stringify!(swa_layer_desc)));
+    assert_eq!(::core::mem::size_of::<swa_layer_desc>(), 128usize, concat!("Size of: ", stringify!(swa_layer_desc)));
     assert_eq!(::core::mem::align_of::<swa_layer_desc>(), 8usize, concat!("Alignment of ", stringify!(swa_layer_desc)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -503,6 +550,78 @@ fn bindgen_test_layout_swa_layer_desc() {
         );
     }
     test_field_reserved();
+    fn test_field_compress_kind() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_kind) as usize - ptr as usize
+            },
+            100usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(compress_kind))
+        );
+    }
+    test_field_compress_kind();
+    fn test_field_compress_head_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_head_dim) as usize - ptr as usize
+            },
+            104usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(compress_head_dim))
+        );
+    }
+    test_field_compress_head_dim();
+    fn test_field_compress_rope_dims() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_rope_dims) as usize - ptr as usize
+            },
+            108usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(compress_rope_dims))
+        );
+    }
+    test_field_compress_rope_dims();
+    fn test_field_compress_row_format() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_row_format) as usize - ptr as usize
+            },
+            112usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(compress_row_format))
+        );
+    }
+    test_field_compress_row_format();
+    fn test_field_index_head_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).index_head_dim) as usize - ptr as usize
+            },
+            116usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(index_head_dim))
+        );
+    }
+    test_field_index_head_dim();
+    fn test_field_compress_reserved() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_desc>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_reserved) as usize - ptr as usize
+            },
+            120usize,
+            concat!("Offset of field: ", stringify!(swa_layer_desc), "::", stringify!(compress_reserved))
+        );
+    }
+    test_field_compress_reserved();
 }
 #[doc = " \\brief Description of one SWA layer. Fill with swa_layer_desc_init()."]
 pub type swa_layer_desc_t = swa_layer_desc;
@@ -835,10 +954,16 @@ pub struct swa_layout {
     pub pool_bytes: u64,
     #[doc = "< Stable 64-bit hash of everything that shapes the bytes."]
     pub fingerprint: u64,
+    #[doc = " Bytes of every layer's compression region in a slot (rings padded)."]
+    pub compress_bytes: u64,
+    #[doc = " Bytes of the blob's compression section (\\ref sem_store_blob): the"]
+    #[doc = "  typed compressor rings (main and indexer, unpadded) of the stored"]
+    #[doc = "  layers; 0 when none."]
+    pub compress_saved_bytes: u64,
 }
 #[test]
 fn bindgen_test_layout_swa_layout() {
-    assert_eq!(::core::mem::size_of::<swa_layout>(), 80usize, concat!("Size of: ", stringify!(swa_layout)));
+    assert_eq!(::core::mem::size_of::<swa_layout>(), 96usize, concat!("Size of: ", stringify!(swa_layout)));
     assert_eq!(::core::mem::align_of::<swa_layout>(), 8usize, concat!("Alignment of ", stringify!(swa_layout)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -1008,6 +1133,30 @@ fn bindgen_test_layout_swa_layout() {
         );
     }
     test_field_fingerprint();
+    fn test_field_compress_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_bytes) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(compress_bytes))
+        );
+    }
+    test_field_compress_bytes();
+    fn test_field_compress_saved_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_saved_bytes) as usize - ptr as usize
+            },
+            88usize,
+            concat!("Offset of field: ", stringify!(swa_layout), "::", stringify!(compress_saved_bytes))
+        );
+    }
+    test_field_compress_saved_bytes();
 }
 #[doc = " \\brief Whole-slot layout of a cache (\\ref sem_slot_layout)."]
 pub type swa_layout_t = swa_layout;
@@ -1033,18 +1182,41 @@ pub struct swa_layer_layout {
     pub ring_offset: u64,
     #[doc = "< R * bytes_per_token rounded up to the alignment."]
     pub ring_bytes: u64,
-    #[doc = "< Compression ring entries (c + N), 0 = none."]
+    #[doc = " Compression ring rows L, 0 = none: c + N (opaque and HCA), 2c + N"]
+    #[doc = "  (CSA, whose next window also reads the previous window's rows)."]
     pub compress_len: u32,
-    #[doc = "< Bytes of one compression entry."]
+    #[doc = " Bytes of one ring row: the opaque entry, or a typed compressor's source"]
+    #[doc = "  row (kv then gate, each compress_head_dim (HCA) or 2 * compress_head_dim"]
+    #[doc = "  (CSA) values in compress_row_format)."]
     pub compress_entry_bytes: u32,
-    #[doc = "< Offset of the compression region (0 when none)."]
+    #[doc = "< Offset of the compressor ring (0 when none)."]
     pub compress_offset: u64,
     #[doc = "< compress_len * entry bytes rounded up to the alignment."]
     pub compress_bytes: u64,
+    #[doc = "< The layer's compress_kind."]
+    pub compress_kind: swa_compress_kind_t,
+    #[doc = "< c (0 = none)."]
+    pub compress_ratio: u32,
+    #[doc = "< d of the entries (typed kinds; else 0)."]
+    pub compress_head_dim: u32,
+    #[doc = "< The indexer compressor's entry width; 0 = none."]
+    pub index_head_dim: u32,
+    #[doc = "< Bytes of one indexer ring row (2 * 2 * index_head_dim values); 0 = none."]
+    pub index_row_bytes: u32,
+    #[doc = "< Values per kv (or gate) half of a main ring row: d or 2d."]
+    pub compress_row_values: u32,
+    #[doc = "< Offset of the indexer ring (compress_len rows), 0 = none."]
+    pub index_offset: u64,
+    #[doc = "< compress_len * index_row_bytes rounded up to the alignment."]
+    pub index_bytes: u64,
 }
 #[test]
 fn bindgen_test_layout_swa_layer_layout() {
-    assert_eq!(::core::mem::size_of::<swa_layer_layout>(), 72usize, concat!("Size of: ", stringify!(swa_layer_layout)));
+    assert_eq!(
+        ::core::mem::size_of::<swa_layer_layout>(),
+        112usize,
+        concat!("Size of: ", stringify!(swa_layer_layout))
+    );
     assert_eq!(
         ::core::mem::align_of::<swa_layer_layout>(),
         8usize,
@@ -1206,6 +1378,102 @@ fn bindgen_test_layout_swa_layer_layout() {
         );
     }
     test_field_compress_bytes();
+    fn test_field_compress_kind() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_kind) as usize - ptr as usize
+            },
+            72usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_kind))
+        );
+    }
+    test_field_compress_kind();
+    fn test_field_compress_ratio() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_ratio) as usize - ptr as usize
+            },
+            76usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_ratio))
+        );
+    }
+    test_field_compress_ratio();
+    fn test_field_compress_head_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_head_dim) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_head_dim))
+        );
+    }
+    test_field_compress_head_dim();
+    fn test_field_index_head_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).index_head_dim) as usize - ptr as usize
+            },
+            84usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(index_head_dim))
+        );
+    }
+    test_field_index_head_dim();
+    fn test_field_index_row_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).index_row_bytes) as usize - ptr as usize
+            },
+            88usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(index_row_bytes))
+        );
+    }
+    test_field_index_row_bytes();
+    fn test_field_compress_row_values() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compress_row_values) as usize - ptr as usize
+            },
+            92usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(compress_row_values))
+        );
+    }
+    test_field_compress_row_values();
+    fn test_field_index_offset() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).index_offset) as usize - ptr as usize
+            },
+            96usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(index_offset))
+        );
+    }
+    test_field_index_offset();
+    fn test_field_index_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_layer_layout>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).index_bytes) as usize - ptr as usize
+            },
+            104usize,
+            concat!("Offset of field: ", stringify!(swa_layer_layout), "::", stringify!(index_bytes))
+        );
+    }
+    test_field_index_bytes();
 }
 #[doc = " \\brief Layout of one layer inside a slot."]
 pub type swa_layer_layout_t = swa_layer_layout;
@@ -2882,6 +3150,558 @@ extern "C" {
     #[doc = "  \\note Thread-safe; on CUDA the work is enqueued on args->stream."]
     pub fn swa_attention_merge(cache: *mut swa_cache_t, args: *const swa_merge_args_t) -> swa_status_t;
 }
+#[doc = " \\brief One compressed entry that closes in a planned step"]
+#[doc = "  (\\ref sem_compress). A plain array element without struct_size: its"]
+#[doc = "  40-byte layout is fixed."]
+#[doc = ""]
+#[doc = "  The entry's window has S slots, S = c (HCA) or 2c (CSA), at the source"]
+#[doc = "  positions first_position ... first_position + S - 1 (CSA: the first c"]
+#[doc = "  slots give their Ca half, the last c their Cb half; HCA: the whole row)."]
+#[doc = "  They split, in this order, into n_missing slots without a row (a position"]
+#[doc = "  below 0 or below the sequence's valid_start: zero weight, as transformers'"]
+#[doc = "  -inf gate of window 0's Ca), n_ring slots read from the compressor ring"]
+#[doc = "  (slot j's row is (ring_row + j) mod compress_len of the sequence's slot, as"]
+#[doc = "  the ring held it *before* the step stored its new rows) and n_new slots"]
+#[doc = "  taken from the step's new rows (slot j's is batch row new_row + j)."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_compress_window {
+    #[doc = "< Index of the sequence in the plan's batch."]
+    pub seq: u32,
+    #[doc = "< Its state slot."]
+    pub slot: u32,
+    #[doc = " w, the entry's absolute index in the sequence's compressed KV: the"]
+    #[doc = "  engine writes the entry there, overwriting the entry of a rewound window."]
+    pub entry: i32,
+    #[doc = "< RoPE position of the entry: w * c."]
+    pub position: i32,
+    #[doc = "< Source position of slot 0: w * c (HCA), (w - 1) * c (CSA)."]
+    pub first_position: i32,
+    #[doc = "< Leading slots without a row."]
+    pub n_missing: i32,
+    #[doc = "< Slots read from the ring, after the missing ones."]
+    pub n_ring: i32,
+    #[doc = "< Ring row of the first ring slot (0 when n_ring is 0)."]
+    pub ring_row: i32,
+    #[doc = "< Last slots, from the step's new rows."]
+    pub n_new: i32,
+    #[doc = "< Batch row of the first new slot (0 when n_new is 0)."]
+    pub new_row: i32,
+}
+#[test]
+fn bindgen_test_layout_swa_compress_window() {
+    assert_eq!(
+        ::core::mem::size_of::<swa_compress_window>(),
+        40usize,
+        concat!("Size of: ", stringify!(swa_compress_window))
+    );
+    assert_eq!(
+        ::core::mem::align_of::<swa_compress_window>(),
+        4usize,
+        concat!("Alignment of ", stringify!(swa_compress_window))
+    );
+    fn test_field_seq() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).seq) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(seq))
+        );
+    }
+    test_field_seq();
+    fn test_field_slot() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).slot) as usize - ptr as usize
+            },
+            4usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(slot))
+        );
+    }
+    test_field_slot();
+    fn test_field_entry() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).entry) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(entry))
+        );
+    }
+    test_field_entry();
+    fn test_field_position() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).position) as usize - ptr as usize
+            },
+            12usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(position))
+        );
+    }
+    test_field_position();
+    fn test_field_first_position() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).first_position) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(first_position))
+        );
+    }
+    test_field_first_position();
+    fn test_field_n_missing() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).n_missing) as usize - ptr as usize
+            },
+            20usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(n_missing))
+        );
+    }
+    test_field_n_missing();
+    fn test_field_n_ring() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).n_ring) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(n_ring))
+        );
+    }
+    test_field_n_ring();
+    fn test_field_ring_row() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).ring_row) as usize - ptr as usize
+            },
+            28usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(ring_row))
+        );
+    }
+    test_field_ring_row();
+    fn test_field_n_new() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).n_new) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(n_new))
+        );
+    }
+    test_field_n_new();
+    fn test_field_new_row() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_window>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).new_row) as usize - ptr as usize
+            },
+            36usize,
+            concat!("Offset of field: ", stringify!(swa_compress_window), "::", stringify!(new_row))
+        );
+    }
+    test_field_new_row();
+}
+#[doc = " \\brief One compressed entry that closes in a planned step"]
+#[doc = "  (\\ref sem_compress). A plain array element without struct_size: its"]
+#[doc = "  40-byte layout is fixed."]
+#[doc = ""]
+#[doc = "  The entry's window has S slots, S = c (HCA) or 2c (CSA), at the source"]
+#[doc = "  positions first_position ... first_position + S - 1 (CSA: the first c"]
+#[doc = "  slots give their Ca half, the last c their Cb half; HCA: the whole row)."]
+#[doc = "  They split, in this order, into n_missing slots without a row (a position"]
+#[doc = "  below 0 or below the sequence's valid_start: zero weight, as transformers'"]
+#[doc = "  -inf gate of window 0's Ca), n_ring slots read from the compressor ring"]
+#[doc = "  (slot j's row is (ring_row + j) mod compress_len of the sequence's slot, as"]
+#[doc = "  the ring held it *before* the step stored its new rows) and n_new slots"]
+#[doc = "  taken from the step's new rows (slot j's is batch row new_row + j)."]
+pub type swa_compress_window_t = swa_compress_window;
+extern "C" {
+    #[doc = " \\brief The entries that close in a built plan for one layer's compressor"]
+    #[doc = "  (\\ref sem_compress), in batch order, then by entry: the order of"]
+    #[doc = "  swa_compress_step()'s output rows. The layer's indexer compressor closes"]
+    #[doc = "  the same windows."]
+    #[doc = "  \\param[in] plan A built plan."]
+    #[doc = "  \\param[in] layer A layer with a typed compressor (HCA or CSA)."]
+    #[doc = "  \\param[out] out Array of `capacity` windows; NULL to ask only for the count."]
+    #[doc = "  \\param[in] capacity Entries available in out."]
+    #[doc = "  \\param[out] count Receives the number of closing windows."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for NULL plan or count, or a layer"]
+    #[doc = "  without a typed compressor (the message names it); SWA_OUT_OF_RANGE for a"]
+    #[doc = "  layer id past the last layer, or a capacity below the count (nothing"]
+    #[doc = "  written); SWA_FAILED_PRECONDITION when the plan is not built."]
+    #[doc = "  \\note Safe concurrently with other readers of the same plan."]
+    pub fn swa_plan_compress_windows(
+        plan: *const swa_plan_t,
+        layer: u32,
+        out: *mut swa_compress_window_t,
+        capacity: usize,
+        count: *mut usize,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Where a built plan stores one layer's new source rows in its"]
+    #[doc = "  compressor ring (\\ref sem_compress): runs with dst_row the flat ring row"]
+    #[doc = "  `slot * compress_len + (p mod compress_len)`, src_row the batch row of the"]
+    #[doc = "  first token, count tokens; at most two runs per sequence (split at the"]
+    #[doc = "  wrap). Only the last min(seqlen_q, compress_len) new rows of a sequence are"]
+    #[doc = "  stored. The store comes after the windows were read (see"]
+    #[doc = "  swa_compress_window_t). Same for the indexer ring."]
+    #[doc = "  \\param[in] plan A built plan."]
+    #[doc = "  \\param[in] layer A layer with a typed compressor."]
+    #[doc = "  \\param[out] out Array of `capacity` segments; NULL to ask only for the count."]
+    #[doc = "  \\param[in] capacity Entries available in out."]
+    #[doc = "  \\param[out] count Receives the number of runs."]
+    #[doc = "  \\retval The codes of swa_plan_compress_windows()."]
+    #[doc = "  \\note Safe concurrently with other readers of the same plan."]
+    pub fn swa_plan_compress_store_segments(
+        plan: *const swa_plan_t,
+        layer: u32,
+        out: *mut swa_segment_t,
+        capacity: usize,
+        count: *mut usize,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Tensor view of one layer's compressor ring over all slots (for an"]
+    #[doc = "  engine's own compressor kernel): `uint8 [max_slots, compress_len, 2,"]
+    #[doc = "  half_bytes]` with byte strides `(slot_bytes, row_bytes, half_bytes, 1)`:"]
+    #[doc = "  per row the kv values, then the gate values (without the position bias),"]
+    #[doc = "  in compress_row_format."]
+    #[doc = "  \\param[in] cache The cache; the view borrows its pool."]
+    #[doc = "  \\param[in] layer A layer with a typed compressor."]
+    #[doc = "  \\param[in] compressor 0 = the layer's compressor, 1 = its indexer compressor."]
+    #[doc = "  \\param[out] out out->struct_size must be set by the caller."]
+    #[doc = "  \\retval SWA_OK; SWA_OUT_OF_RANGE for a bad layer; SWA_INVALID_ARGUMENT for"]
+    #[doc = "  NULL, a bad struct_size, a layer without a typed compressor or a compressor"]
+    #[doc = "  it does not have."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_cache_compress_view(
+        cache: *const swa_cache_t,
+        layer: u32,
+        compressor: u32,
+        out: *mut swa_tensor_view_t,
+    ) -> swa_status_t;
+}
+#[doc = " \\brief Arguments of one compressor of one layer of a planned step. Fill"]
+#[doc = "  with swa_compress_args_init(). Tensors are dense row-major host memory on"]
+#[doc = "  the CPU backend (device memory on the CUDA backend), borrowed for the call."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct swa_compress_args {
+    #[doc = "< sizeof(swa_compress_args_t), set by init."]
+    pub struct_size: usize,
+    #[doc = "< Layer id. Default 0."]
+    pub layer: u32,
+    #[doc = " 0 = the layer's compressor (entries compress_head_dim wide), 1 = its"]
+    #[doc = "  Lightning Indexer's compressor (index_head_dim wide). Default 0."]
+    pub compressor: u32,
+    #[doc = " New source rows [T, S] in dtype, the plan's new tokens in batch order;"]
+    #[doc = "  S = d (HCA) or 2d (CSA, Ca | Cb), d the compressor's entry width."]
+    pub kv: *const core::ffi::c_void,
+    #[doc = "< Gate rows [T, S] in dtype, without the position bias."]
+    pub gate: *const core::ffi::c_void,
+    #[doc = "< Of kv and gate. Default SWA_DTYPE_FP32."]
+    pub dtype: swa_dtype_t,
+    #[doc = " S of the caller's kv and gate rows (and of position_bias): must be the"]
+    #[doc = "  compressor's, d (HCA) or 2d (CSA). Default 0 (refused: give it)."]
+    pub row_width: u32,
+    #[doc = " T, rows of kv and gate: must be the plan's new-token count. Default 0."]
+    pub rows: i64,
+    #[doc = "< [c, S] FP32, added to the gates of window slot i mod c."]
+    pub position_bias: *const f32,
+    #[doc = "< [d] FP32 weight of the entries' RMSNorm (kv_norm)."]
+    pub norm_weight: *const f32,
+    #[doc = "< RMSNorm epsilon, finite and > 0. Default 1e-6."]
+    pub norm_eps: f32,
+    #[doc = "< [out_rows, d] in out_dtype: entry k of the plan's windows in row k."]
+    pub out: *mut core::ffi::c_void,
+    #[doc = "< Default SWA_DTYPE_FP32."]
+    pub out_dtype: swa_dtype_t,
+    #[doc = " Rows of `out`, at least the plan's window count for the layer"]
+    #[doc = "  (swa_plan_compress_windows()); rows past it are not written. Default 0."]
+    pub out_rows: u64,
+    #[doc = "< cudaStream_t on the CUDA backend; ignored on the CPU."]
+    pub stream: *mut core::ffi::c_void,
+}
+#[test]
+fn bindgen_test_layout_swa_compress_args() {
+    assert_eq!(
+        ::core::mem::size_of::<swa_compress_args>(),
+        104usize,
+        concat!("Size of: ", stringify!(swa_compress_args))
+    );
+    assert_eq!(
+        ::core::mem::align_of::<swa_compress_args>(),
+        8usize,
+        concat!("Alignment of ", stringify!(swa_compress_args))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_layer() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).layer) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(layer))
+        );
+    }
+    test_field_layer();
+    fn test_field_compressor() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).compressor) as usize - ptr as usize
+            },
+            12usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(compressor))
+        );
+    }
+    test_field_compressor();
+    fn test_field_kv() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).kv) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(kv))
+        );
+    }
+    test_field_kv();
+    fn test_field_gate() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).gate) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(gate))
+        );
+    }
+    test_field_gate();
+    fn test_field_dtype() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).dtype) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(dtype))
+        );
+    }
+    test_field_dtype();
+    fn test_field_row_width() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).row_width) as usize - ptr as usize
+            },
+            36usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(row_width))
+        );
+    }
+    test_field_row_width();
+    fn test_field_rows() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).rows) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(rows))
+        );
+    }
+    test_field_rows();
+    fn test_field_position_bias() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).position_bias) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(position_bias))
+        );
+    }
+    test_field_position_bias();
+    fn test_field_norm_weight() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).norm_weight) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(norm_weight))
+        );
+    }
+    test_field_norm_weight();
+    fn test_field_norm_eps() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).norm_eps) as usize - ptr as usize
+            },
+            64usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(norm_eps))
+        );
+    }
+    test_field_norm_eps();
+    fn test_field_out() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).out) as usize - ptr as usize
+            },
+            72usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(out))
+        );
+    }
+    test_field_out();
+    fn test_field_out_dtype() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).out_dtype) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(out_dtype))
+        );
+    }
+    test_field_out_dtype();
+    fn test_field_out_rows() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).out_rows) as usize - ptr as usize
+            },
+            88usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(out_rows))
+        );
+    }
+    test_field_out_rows();
+    fn test_field_stream() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::core::mem::MaybeUninit::<swa_compress_args>::uninit();
+                let ptr = uninit.as_ptr();
+                ::core::ptr::addr_of!((*ptr).stream) as usize - ptr as usize
+            },
+            96usize,
+            concat!("Offset of field: ", stringify!(swa_compress_args), "::", stringify!(stream))
+        );
+    }
+    test_field_stream();
+}
+#[doc = " \\brief Arguments of one compressor of one layer of a planned step. Fill"]
+#[doc = "  with swa_compress_args_init(). Tensors are dense row-major host memory on"]
+#[doc = "  the CPU backend (device memory on the CUDA backend), borrowed for the call."]
+pub type swa_compress_args_t = swa_compress_args;
+extern "C" {
+    #[doc = " \\brief Fill *args with the defaults listed on swa_compress_args_t."]
+    #[doc = "  \\param[out] args Written in full; NULL is ignored."]
+    #[doc = "  \\note Thread-safe."]
+    pub fn swa_compress_args_init(args: *mut swa_compress_args_t);
+}
+extern "C" {
+    #[doc = " \\brief Run one compressor of one layer of a planned step (\\ref sem_compress):"]
+    #[doc = "  compute the entry of every window that closes (swa_plan_compress_windows()),"]
+    #[doc = "  then store the new source rows into the compressor ring"]
+    #[doc = "  (swa_plan_compress_store_segments())."]
+    #[doc = ""]
+    #[doc = "  Entry w = RoPE(RMSNorm(sum over its S slots of softmax over the slots of"]
+    #[doc = "  (gate + position_bias) times kv, per feature)), computed in FP32 as"]
+    #[doc = "  transformers' DeepseekV4HCACompressor / DeepseekV4CSACompressor (and the"]
+    #[doc = "  indexer's compressor) do: CSA slot j < c takes the Ca half (features"]
+    #[doc = "  0 ... d-1) of its row and position_bias row j, slot j >= c the Cb half"]
+    #[doc = "  (features d ... 2d-1) and bias row j - c; HCA slot j takes the row and bias"]
+    #[doc = "  row j; missing slots have zero weight; RMSNorm x * rsqrt(mean(x^2) + eps)"]
+    #[doc = "  * norm_weight; RoPE as compress_rope_dims says, at w * c."]
+    #[doc = ""]
+    #[doc = "  Run each compressor of each compressed layer once per built plan, with or"]
+    #[doc = "  without swa_step() of the layer; like swa_step(), the first successful"]
+    #[doc = "  call makes the plan no longer cancellable. An engine that runs its own"]
+    #[doc = "  compressor kernel uses the plan queries and the view instead."]
+    #[doc = "  \\param[in,out] cache The cache the plan was created for."]
+    #[doc = "  \\param[in,out] plan A built plan of this cache."]
+    #[doc = "  \\param[in] args The layer, compressor and tensors."]
+    #[doc = "  \\retval SWA_OK on success."]
+    #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL tensors, a bad struct_size, unknown"]
+    #[doc = "  dtypes, a non-positive or non-finite norm_eps, a layer without a typed"]
+    #[doc = "  compressor or a compressor index it does not have (the message names it),"]
+    #[doc = "  out_rows below the window count."]
+    #[doc = "  \\retval SWA_OUT_OF_RANGE for a layer id past the last layer."]
+    #[doc = "  \\retval SWA_FAILED_PRECONDITION for a plan not built, cancelled or of"]
+    #[doc = "  another cache, or whose slots were freed or are being saved or restored"]
+    #[doc = "  (as at swa_step())."]
+    #[doc = "  \\retval SWA_UNIMPLEMENTED on a backend without the compressor kernel."]
+    #[doc = "  Nothing is written on failure."]
+    #[doc = "  \\note Threading as swa_step(): the plan's slots are held during the call."]
+    pub fn swa_compress_step(
+        cache: *mut swa_cache_t,
+        plan: *mut swa_plan_t,
+        args: *const swa_compress_args_t,
+    ) -> swa_status_t;
+}
+extern "C" {
+    #[doc = " \\brief Whether swa_slot_save() and swa_slot_save_at() of this cache carry the"]
+    #[doc = "  compression state (\\ref sem_store_blob): with `enable` non-zero, each blob"]
+    #[doc = "  gets a compression section (blob format version 4, flag bit 1) holding the"]
+    #[doc = "  compressor rings (main and indexer) of every stored layer with a typed"]
+    #[doc = "  compressor, and a restore of such a blob writes them back, so the sequence"]
+    #[doc = "  continues exactly. A restore of a blob without the section leaves the"]
+    #[doc = "  compression rings as they are. Off by default (blobs as before)."]
+    #[doc = "  swa_slot_save_at() at a position whose compressor rows the rings no longer"]
+    #[doc = "  hold fails with SWA_OUT_OF_RANGE naming the layer."]
+    #[doc = "  \\param[in] cache The cache."]
+    #[doc = "  \\param[in] enable 0 or 1."]
+    #[doc = "  \\retval SWA_OK; SWA_INVALID_ARGUMENT for NULL or a value other than 0 and 1."]
+    #[doc = "  \\note Thread-safe; saves already running keep the setting they started with."]
+    pub fn swa_cache_set_save_compression(cache: *mut swa_cache_t, enable: u32) -> swa_status_t;
+}
 #[doc = " \\brief A layer's RoPE as the step applies it (\\ref sem_rope), written by"]
 #[doc = "  swa_rope_table()."]
 #[repr(C)]
@@ -4084,7 +4904,9 @@ extern "C" {
     #[doc = " \\brief Restore a slot from the blob saved under `key`. The blob is read into"]
     #[doc = "  a staging buffer and verified in full (magic, version, fingerprint, key,"]
     #[doc = "  sizes, checksum) before the slot's stored region, written_end and valid_start"]
-    #[doc = "  are overwritten. Dropped layers and compression state are left as they are."]
+    #[doc = "  are overwritten. Dropped layers are left as they are; the compression state"]
+    #[doc = "  too, unless the blob carries a compression section"]
+    #[doc = "  (swa_cache_set_save_compression()), which is then written back."]
     #[doc = "  \\see \\ref md_docs_store \"docs/store.md\"."]
     #[doc = "  \\param[in] cache The cache."]
     #[doc = "  \\param[in] slot An allocated slot."]

@@ -198,6 +198,14 @@ impl LayerDesc {
             logit_softcap: self.logit_softcap,
             softmax_scale: self.softmax_scale,
             reserved: 0,
+            // Typed compressors (swa_compress_kind_t) are not in LayerDesc yet:
+            // the opaque region, as before.
+            compress_kind: sys::SWA_COMPRESS_OPAQUE,
+            compress_head_dim: 0,
+            compress_rope_dims: 0,
+            compress_row_format: sys::SWA_FORMAT_FP32,
+            index_head_dim: 0,
+            compress_reserved: 0,
         }
     }
 }
