@@ -17,6 +17,16 @@
 
 #include "swacache.h"
 
+// The sanitizer trees check the library; the reference's inner loops are test
+// code and, instrumented, were most of their run time. clang does not inline
+// instrumented functions (std::vector::operator[], std::max) into an
+// uninstrumented one, so the inner loops use raw pointers.
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define SWA_REFERENCE_UNSANITIZED __attribute__((no_sanitize("address", "undefined", "thread")))
+#else
+#define SWA_REFERENCE_UNSANITIZED
+#endif
+
 namespace swa_reference {
 
 struct DenseShape {
@@ -117,9 +127,11 @@ struct Rope {
 
 // keys/values: [n_pos, Hkv, D] (already dequantised through the layer format);
 // q: [Hq, D] of the token at `p`; out: [Hq, D].
-inline void DenseAttention(const DenseShape& s, const std::vector<float>& keys,
-                           const std::vector<float>& values, int n_pos, int p, int valid_start,
-                           const float* q, double* out) {
+SWA_REFERENCE_UNSANITIZED inline void DenseAttention(const DenseShape& s,
+                                                     const std::vector<float>& keys,
+                                                     const std::vector<float>& values, int n_pos,
+                                                     int p, int valid_start, const float* q,
+                                                     double* out) {
   const int D = s.head_dim;
   const int group = s.q_heads / s.kv_heads;
   const double neg_inf = -std::numeric_limits<double>::infinity();
@@ -142,13 +154,14 @@ inline void DenseAttention(const DenseShape& s, const std::vector<float>& keys,
     }
     double denom = s.sinks ? std::exp(double(s.sinks[h]) - m) : 0.0;
     std::fill(acc.begin(), acc.end(), 0.0);
+    double* a = acc.data();  // raw pointers in the inner loops (see SWA_REFERENCE_UNSANITIZED)
     const std::vector<float>& vals = s.shared_kv ? keys : values;
     for (int j = 0; j < n_pos; ++j) {
       if (z[j] == neg_inf) continue;
       const double e = std::exp(z[j] - m);
       denom += e;
       const float* v = &vals[(size_t(j) * s.kv_heads + g) * D];
-      for (int d = 0; d < D; ++d) acc[d] += e * double(v[d]);
+      for (int d = 0; d < D; ++d) a[d] += e * double(v[d]);
     }
     for (int d = 0; d < D; ++d) out[h * D + d] = denom > 0 ? acc[d] / denom : 0.0;
     if (s.lse != nullptr) s.lse[h] = denom > 0 ? m + std::log(denom) : neg_inf;
@@ -247,7 +260,7 @@ class ReferenceModel {
 };
 
 // ||got - want|| / ||want||; +inf when anything is not finite.
-inline double RelativeL2(const float* got, const double* want, size_t n) {
+SWA_REFERENCE_UNSANITIZED inline double RelativeL2(const float* got, const double* want, size_t n) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();

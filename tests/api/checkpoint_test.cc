@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace {
 
@@ -50,7 +51,7 @@ struct Rig {
     EXPECT_EQ(swa_cache_create(&cfg, &cache), SWA_OK) << swa_last_error();
     EXPECT_EQ(swa_plan_create(cache, &plan), SWA_OK) << swa_last_error();
     std::mt19937 rng(20261203);
-    std::uniform_real_distribution<float> u(-3, 3);
+    swa_test::UniformReal<float> u(-3, 3);
     for (int l = 0; l < 3; ++l) {
       const size_t kv = size_t(kMaxPos) * d[l].kv_heads * d[l].head_dim;
       const size_t q = size_t(kMaxPos) * d[l].q_heads * d[l].head_dim;

@@ -14,6 +14,7 @@
 #include "api/test_layers.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace swa_test {
 namespace {
@@ -72,7 +73,7 @@ class Rig {
   swa_plan_t* plan_a() { return plan_a_; }
   swa_decode_graph_t* graph() { return graph_; }
   int32_t ring_len() const { return ring_len_; }
-  double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
+  double Uniform(double lo, double hi) { return swa_test::UniformReal<double>(lo, hi)(rng_); }
   int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
 
   // A slot in both caches (the same id), prefilled with `len` tokens by a

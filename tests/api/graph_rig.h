@@ -13,6 +13,7 @@
 #include "api/test_layers.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace swa_test {
 
@@ -114,7 +115,7 @@ class GraphRig {
     return bytes;
   }
 
-  float Uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng_); }
+  float Uniform(float lo, float hi) { return swa_test::UniformReal<float>(lo, hi)(rng_); }
 
  private:
   std::vector<float> Random(size_t n, float amp) {

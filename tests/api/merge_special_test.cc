@@ -18,6 +18,7 @@
 #include "api/merge_util.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace {
 
@@ -124,7 +125,7 @@ TEST(MergeSpecial, SwappingThePartsGivesTheSameBits) {
   const int rows = 600, d = 16;
   const size_t n = size_t(rows) * d;
   std::mt19937_64 rng(2024);
-  std::uniform_real_distribution<float> u(-1, 1);
+  swa_test::UniformReal<float> u(-1, 1);
   const float specials[] = {kNaN, kInf, -kInf, 0.0f, 80.0f, -80.0f};
   std::vector<float> a(n), b(n), la(rows), lb(rows);
   for (size_t i = 0; i < n; ++i) {

@@ -19,6 +19,7 @@
 #include "api/test_util.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace {
 
@@ -57,7 +58,7 @@ TEST_P(MergeTest, SplitKeySetsMergeToTheUnion) {
   const MergeCase mc = GetParam();
   swa_cache_t* cache = mc.no_cache ? nullptr : MakeCache();
   std::mt19937_64 rng(77);
-  std::uniform_real_distribution<double> u(-1, 1);
+  swa_test::UniformReal<double> u(-1, 1);
   const int rows = 300, d = 40;
   std::vector<double> want(size_t(rows) * d), want_lse(rows);
   std::vector<double> pa(size_t(rows) * d), pb(size_t(rows) * d), la(rows), lb(rows);
@@ -160,7 +161,7 @@ struct RandomParts {
   RandomParts(int rows, int d, uint64_t seed)
       : a(size_t(rows) * d), b(a.size()), la(rows), lb(rows) {
     std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> u(-1, 1);
+    swa_test::UniformReal<float> u(-1, 1);
     const float inf = std::numeric_limits<float>::infinity();
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (float& x : a) x = u(rng);
@@ -303,7 +304,7 @@ TEST(Merge, WindowPlusCompressedEqualsOneSoftmax) {
   const int hq = 4, d = 64, T = 6;
   uint32_t slot;
   std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> u(-1, 1);
+  swa_test::UniformReal<double> u(-1, 1);
   std::vector<float> k(size_t(T) * d), q(size_t(T) * hq * d), sinks(hq);
   for (float& x : k) x = float(u(rng));
   for (float& x : q) x = float(u(rng));

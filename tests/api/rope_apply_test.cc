@@ -20,6 +20,7 @@
 #include "common/dense_reference.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ const std::vector<int32_t> kPositions = {0, 1, 7, 4095, 65537, 131071, 1 << 24, 
 
 std::vector<float> Random(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-3, 3);
+  swa_test::UniformReal<float> u(-3, 3);
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
   return v;

@@ -10,6 +10,7 @@
 
 #include "api/test_util.h"
 #include "gtest/gtest.h"
+#include "test_random.h"
 
 namespace {
 
@@ -41,7 +42,7 @@ class SlotReuseTest : public ::testing::Test {
 
   // Runs layer 0 of `plan` for `tokens` new tokens with fresh random inputs.
   swa_status_t Step(swa_plan_t* plan, int tokens, std::vector<float>* out) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    swa_test::UniformReal<float> u(-1.0f, 1.0f);
     q_.assign(size_t(tokens) * 4 * 64, 0);
     k_.assign(size_t(tokens) * 64, 0);
     for (float& x : q_) x = u(rng_);

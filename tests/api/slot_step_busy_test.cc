@@ -15,6 +15,7 @@
 
 #include "api/test_util.h"
 #include "gtest/gtest.h"
+#include "test_random.h"
 
 namespace {
 
@@ -48,7 +49,7 @@ TEST(SlotStepBusy, CopyFromASlotWhileItStepsIsRefusedCleanly) {
   ASSERT_EQ(swa_cache_layout(cache, &layout), SWA_OK);
 
   std::mt19937 rng(29);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  swa_test::UniformReal<float> u(-1.0f, 1.0f);
   std::vector<float> q(size_t(kWindow) * kQHeads * kDim), k(size_t(kWindow) * kDim);
   for (float& x : q) x = u(rng);
   for (float& x : k) x = u(rng);

@@ -17,6 +17,7 @@
 #include "common/dense_reference.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace swa_test {
 
@@ -101,7 +102,7 @@ class StepHarness {
   double max_error() const { return max_error_; }
   // Largest relative L2 error of the steps checked against the BF16-P budget.
   double bf16_max_error() const { return bf16_max_error_; }
-  double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
+  double Uniform(double lo, double hi) { return swa_test::UniformReal<double>(lo, hi)(rng_); }
   int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   void SetValidStart(uint32_t slot, int32_t v) { valid_[slot] = v; }
   // The sequence in slot `from` continues in slot `to` (restore, fork by copy).

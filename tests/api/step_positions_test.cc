@@ -21,6 +21,7 @@
 #include "common/dense_reference.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace {
 
@@ -79,7 +80,7 @@ class Rig {
                     uint32_t seed) {
     const int d = pc_.head_dim, T = int(pos.size());
     std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+    swa_test::UniformReal<float> u(-1.5f, 1.5f);
     std::vector<float> q(size_t(T) * kHq * d), k(size_t(T) * kHkv * d), v(k.size());
     for (float& x : q) x = u(rng);
     for (float& x : k) x = u(rng);

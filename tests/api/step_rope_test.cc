@@ -17,6 +17,7 @@
 #include "common/dense_reference.h"
 #include "gtest/gtest.h"
 #include "swacache.h"
+#include "test_random.h"
 
 namespace {
 
@@ -90,7 +91,7 @@ TEST_P(StepRopeExact, EqualsRotatingFirst) {
   rope.style = rc.style, rope.first = rc.first, rope.dims = rc.dims, rope.theta = 50000.0f;
   rope.yarn_factor = rc.yarn_factor, rope.original_max = 64, rope.derotate = rc.derotate;
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(-2, 2);
+  swa_test::UniformReal<float> u(-2, 2);
   const int d = rc.head_dim;
   // (q_start, tokens): staged prefill of 11, ring-only decode of 3 (two of them
   // rejected), the rewind that rewrites them, a staged chunk, more decode.

@@ -5,6 +5,7 @@
 
 #include "api/step_harness.h"
 #include "gtest/gtest.h"
+#include "test_random.h"
 
 namespace swa_test {
 namespace {
@@ -87,7 +88,7 @@ TEST(StepReplay, ReplayedRingsEqualFullPrefill) {
   ASSERT_EQ(swa_slot_alloc(cache, &B), SWA_OK);
 
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-2, 2);
+  swa_test::UniformReal<float> u(-2, 2);
   std::vector<std::vector<float>> K(3), V(3);  // inputs of positions 0 ... H + 4
   for (int l = 0; l < 3; ++l) {
     const size_t n = size_t(H + 5) * d[l].kv_heads * d[l].head_dim;

@@ -20,6 +20,7 @@
 #include "unit/codec_inputs.h"
 #include "unit/codec_simd_sets.h"
 #include "unit/mxfp8_oracle.h"
+#include "test_random.h"
 
 namespace swa::codec {
 namespace {
@@ -55,7 +56,7 @@ INSTANTIATE_TEST_SUITE_P(Sets, GroupPath, test::AllSimdSets(), test::SimdSetName
 // rest random in (-amax, amax) but not below 2^(s - 132), a few exact E4M3
 // ties under scale s.
 void FillBlock(std::mt19937& rng, int s, float base, float* v) {
-  std::uniform_real_distribution<float> r(-1.0f, 1.0f);
+  swa_test::UniformReal<float> r(-1.0f, 1.0f);
   const float amax = std::ldexp(base, s - 119), floor_mag = std::ldexp(1.0f, s - 132);
   for (int i = 0; i < 32; ++i) {
     const float y = amax * r(rng);
@@ -117,7 +118,7 @@ TEST_P(GroupPath, EveryLimitOfTheGroupPath) {
         default: {  // huge values with Inf / NaN / nothing odd (scale bytes 246-247)
           for (int i = 0; i < 32; ++i)
             v[i] = std::numeric_limits<float>::max() * (i % 2 ? -0.75f : 1.0f) *
-                   std::uniform_real_distribution<float>(0.5f, 1.0f)(rng);
+                   swa_test::UniformReal<float>(0.5f, 1.0f)(rng);
           const float odd[] = {inf, -inf, test::FromBits(0x7FC00000), test::FromBits(0xFF800001), 1.0f};
           const float o = odd[var - 9];
           if (o != 1.0f) v[rng() % 32] = o;

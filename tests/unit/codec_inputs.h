@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "unit/mxfp8_oracle.h"
+#include "test_random.h"
 
 namespace swa::test {
 
@@ -57,7 +58,7 @@ inline void AdversarialBlock(std::mt19937& rng, int kind, float* x) {
       float a = std::ldexp(bases[std::uniform_int_distribution<int>(0, 4)(rng)], k);
       if (coin(rng)) a = std::nextafter(a, coin(rng) ? inf : 0.0f);
       for (int i = 0; i < 32; ++i)
-        x[i] = sign(a * std::uniform_real_distribution<float>(0.0f, 1.0f)(rng));
+        x[i] = sign(a * swa_test::UniformReal<float>(0.0f, 1.0f)(rng));
       x[std::uniform_int_distribution<int>(0, 31)(rng)] = sign(a);
       break;
     }
@@ -79,7 +80,7 @@ inline void AdversarialBlock(std::mt19937& rng, int kind, float* x) {
     default:  // huge values near FLT_MAX
       for (int i = 0; i < 32; ++i)
         x[i] = sign(std::numeric_limits<float>::max() *
-                    std::uniform_real_distribution<float>(0.0f, 1.0f)(rng));
+                    swa_test::UniformReal<float>(0.0f, 1.0f)(rng));
       break;
   }
 }

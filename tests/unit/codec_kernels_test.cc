@@ -14,6 +14,7 @@
 #include "unit/codec_simd_sets.h"
 #include "unit/codec_inputs.h"
 #include "unit/mxfp8_oracle.h"
+#include "test_random.h"
 
 namespace swa::codec {
 namespace {
@@ -317,7 +318,7 @@ TEST_P(SimdKernels, Mxfp8FastPathLimitsAreBitIdentical) {
       for (uint32_t blk = 0; blk < dim / 32; ++blk) {
         float* v = &x[blk * 32];
         for (int i = 0; i < 32; ++i) {
-          const float r = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+          const float r = swa_test::UniformReal<float>(-1.0f, 1.0f)(rng);
           v[i] = amax * r;
         }
         v[0] = amax;

@@ -26,6 +26,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "codec/codec.h"
 #include "gtest/gtest.h"
+#include "test_random.h"
 
 namespace swa::cpu {
 namespace {
@@ -82,7 +83,7 @@ struct Batch {
 
   Batch(const Shape& shape, uint32_t seed) : s(shape) {
     std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    swa_test::UniformReal<float> u(-3.0f, 3.0f);
     scale = 1.0f / std::sqrt(static_cast<float>(s.d));
     for (int h = 0; h < s.hq; ++h) sinks.push_back(u(rng));
   }
@@ -90,7 +91,7 @@ struct Batch {
   // Random non-zero data for ranges already set; then the FP64 reference.
   void Add(std::vector<int32_t> begin, std::vector<int32_t> end, int n_keys, uint32_t seed) {
     std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> mag(0.05f, 1.0f);
+    swa_test::UniformReal<float> mag(0.05f, 1.0f);
     auto nonzero = [&](float amp) { return ((rng() & 1) ? amp : -amp) * mag(rng); };
     Problem p;
     p.n_tokens = static_cast<int>(begin.size());

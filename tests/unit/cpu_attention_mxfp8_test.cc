@@ -18,6 +18,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "codec/codec.h"
 #include "gtest/gtest.h"
+#include "test_random.h"
 
 namespace swa::cpu {
 namespace {
@@ -54,7 +55,7 @@ MxProblem Make(const Case& c, uint32_t seed, bool with_missing_rows) {
   MxProblem p;
   p.c = c;
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> mag(0.05f, 1.0f);
+  swa_test::UniformReal<float> mag(0.05f, 1.0f);
   std::uniform_int_distribution<int> octave(-2, 2);
   auto nonzero = [&] { return ((rng() & 1) ? 1.0f : -1.0f) * mag(rng); };
   const int first = std::max(0, c.history - c.window + 1);
@@ -86,7 +87,7 @@ MxProblem Make(const Case& c, uint32_t seed, bool with_missing_rows) {
   // Missing rows (a staged plan's padding): zeros, seen or not.
   if (with_missing_rows)
     for (int r = 1; r < p.n_keys; r += 5) p.rows[r] = nullptr;
-  std::uniform_real_distribution<float> qd(-2.0f, 2.0f);
+  swa_test::UniformReal<float> qd(-2.0f, 2.0f);
   p.q.resize(static_cast<size_t>(c.tokens) * c.hq * c.d);
   for (float& x : p.q) x = qd(rng);
   for (int h = 0; h < c.hq; ++h) p.sinks.push_back(3.0f * nonzero());
@@ -158,7 +159,8 @@ void ExpectSameBits(const std::vector<float>& a, const std::vector<float>& b, co
 }
 
 // FP64 dense band-mask attention over the decoded tile.
-double RelativeErrorToReference(const MxProblem& p, const std::vector<float>& got) {
+SWA_TEST_UNSANITIZED double RelativeErrorToReference(const MxProblem& p,
+                                                     const std::vector<float>& got) {
   const Case& c = p.c;
   const int ratio = c.hq / c.hkv;
   const std::vector<float>& v = c.shared_kv ? p.k : p.v;
@@ -178,11 +180,12 @@ double RelativeErrorToReference(const MxProblem& p, const std::vector<float>& go
       }
       double denom = c.sinks ? std::exp(p.sinks[h] - m) : 0.0;
       std::vector<double> o(c.d, 0.0);
+      double* od = o.data();  // raw pointers in the inner loops: see SWA_TEST_UNSANITIZED
       for (int j = p.begin[t]; j < p.end[t]; ++j) {
         const double w = std::exp(z[j - p.begin[t]] - m);
         denom += w;
         const float* vj = &v[(static_cast<size_t>(j) * c.hkv + g) * c.d];
-        for (int e = 0; e < c.d; ++e) o[e] += w * vj[e];
+        for (int e = 0; e < c.d; ++e) od[e] += w * vj[e];
       }
       const float* out = &got[(static_cast<size_t>(t) * c.hq + h) * c.d];
       for (int e = 0; e < c.d; ++e) {

@@ -14,6 +14,7 @@
 #include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "gtest/gtest.h"
+#include "test_random.h"
 
 namespace swa::cpu {
 namespace {
@@ -55,7 +56,7 @@ struct Batch {
 
 // Uniform in +-[0.05, 1]: random, never zero.
 float NonZero(std::mt19937& rng) {
-  std::uniform_real_distribution<float> mag(0.05f, 1.0f);
+  swa_test::UniformReal<float> mag(0.05f, 1.0f);
   return (rng() & 1) ? mag(rng) : -mag(rng);
 }
 
@@ -114,7 +115,7 @@ Batch MakeBatch(const Shape& s, uint32_t seed) {
 
 // FP64 dense band mask over all keys of the tile. Masked keys contribute
 // exactly nothing (their values are never read: they may be NaN).
-std::vector<double> Reference(const Batch& b, const Problem& p) {
+SWA_TEST_UNSANITIZED std::vector<double> Reference(const Batch& b, const Problem& p) {
   const Shape& s = b.shape;
   const int ratio = s.hq / s.hkv;
   const std::vector<float>& v = s.shared_kv ? p.k : p.v;

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "kernels/attention/softmax_stats.h"
 #include "kernels/common/smem_optin_cache.h"
+#include "test_random.h"
 
 namespace swa {
 namespace {
@@ -66,7 +67,7 @@ void Reference(const std::vector<float>& z, const std::vector<float>& v, const f
 // value of -inf where q > 0): exp(-inf - -inf) must not make the row NaN.
 TEST(CudaOnlineSoftmax, MinusInfScoresBeforeTheFirstFiniteOneWeighZero) {
   std::mt19937_64 rng(27);
-  std::uniform_real_distribution<float> s(-6.0f, 6.0f), val(-1.0f, 1.0f);
+  swa_test::UniformReal<float> s(-6.0f, 6.0f), val(-1.0f, 1.0f);
   for (int trial = 0; trial < 500; ++trial) {
     const int n = 1 + int(rng() % 40);
     std::vector<float> z(static_cast<size_t>(n)), v(static_cast<size_t>(n));
@@ -124,7 +125,7 @@ TEST(CudaOnlineSoftmax, NanScoresStillPoisonTheRow) {
 // results where no -inf meets a -inf running max are unchanged.
 TEST(CudaOnlineSoftmax, FiniteStepsAreTheFormulas) {
   std::mt19937_64 rng(5);
-  std::uniform_real_distribution<float> s(-30.0f, 30.0f);
+  swa_test::UniformReal<float> s(-30.0f, 30.0f);
   for (int i = 0; i < 10000; ++i) {
     const float m = i % 7 == 0 ? -kInf : s(rng), z = i % 11 == 0 ? -kInf : s(rng);
     if (m == -kInf && z == -kInf) continue;

@@ -31,6 +31,7 @@
 #if defined(SWACACHE_HAVE_CUDA)
 #include "backend/cuda/step_params.h"
 #endif
+#include "test_random.h"
 
 namespace swa {
 namespace {
@@ -140,7 +141,7 @@ TEST(CudaRopeMath, FreqOfInvertsPair) {
 
 TEST(CudaRopeMath, DimByDimEqualsRotateHeadBitForBit) {
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  swa_test::UniformReal<float> u(-3.0f, 3.0f);
   const int32_t positions[] = {0, 1, 2, 7, 127, 1000, 4095, 65537, 1 << 20};
   for (const Case& c : Cases()) {
     const RopeTable t = MakeRopeTable(c.spec);
@@ -169,7 +170,7 @@ TEST(CudaRopeMath, DimByDimEqualsRotateHeadBitForBit) {
 
 TEST(CudaRopeMath, EncodedRotatedKeyBlocksEqualCpuCodecBytes) {
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  swa_test::UniformReal<float> u(-2.0f, 2.0f);
   for (const Case& c : Cases()) {
     const RopeTable t = MakeRopeTable(c.spec);
     const kernels::RopeParams r = ParamsOf(t);

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "backend/cpu/gemm_cpu.h"
 #include "backend/cpu/thread_pool.h"
+#include "test_random.h"
 
 namespace swa {
 namespace {
@@ -32,7 +33,7 @@ struct Case {
 
 void Check(const Case& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  swa_test::UniformReal<float> dist(-2.0f, 2.0f);
   std::vector<uint16_t> a(c.t * c.k), w(c.k * c.n);
   for (auto& x : a) x = ToBf16(dist(rng));
   for (auto& x : w) x = ToBf16(dist(rng));
@@ -93,7 +94,7 @@ TEST(ProjectGemmCpu, MatchesFp64ReferenceOverShapes) {
 TEST(ProjectGemmCpu, ThreadCountDoesNotChangeBits) {
   // Each output tile is summed in the same order on any thread.
   std::mt19937_64 rng(5);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  swa_test::UniformReal<float> dist(-1.0f, 1.0f);
   const int64_t t = 150, k = 700, n = 530;
   std::vector<uint16_t> a(t * k), w(k * n);
   for (auto& x : a) x = ToBf16(dist(rng));
