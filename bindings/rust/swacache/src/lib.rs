@@ -43,6 +43,7 @@ mod project;
 mod rope;
 mod step;
 mod store;
+mod store_redis_tls;
 mod store_tiered;
 
 pub use cache::{Cache, SlotInfo};
@@ -57,6 +58,7 @@ pub use project::{ProjectDims, WeightLayout};
 pub use rope::{rope_apply, rope_table, RopeInfo};
 pub use step::{Bf16, Input, Output, StepArgs, StepGuard};
 pub use store::{Blob, GetSink, KvStore, MemoryStats, RedisConfig, Store};
+pub use store_redis_tls::RedisSecurity;
 pub use store_tiered::{RedisClusterConfig, TierStats};
 pub use swacache_sys as sys;
 

@@ -10,6 +10,7 @@ use swacache_sys as sys;
 
 use crate::config::sized;
 use crate::error::{check, invalid, Code, Error, Result};
+use crate::store_redis_tls::{ApplySecurity, RedisSecurity};
 
 /// A blob handed to [`KvStore::put`]: the concatenation of borrowed parts (the
 /// library passes a header and the slot's stored region in place).
@@ -234,10 +235,13 @@ impl Store {
     }
 
     /// The built-in Redis store (experimental); `Unavailable` when the server
-    /// cannot be reached, `Unimplemented` in a build without hiredis.
+    /// cannot be reached, `Unauthenticated` for a wrong user or password or a
+    /// server certificate that fails verification, `Unimplemented` in a build
+    /// without hiredis.
     pub fn redis(config: &RedisConfig) -> Result<Store> {
         let host = cstring("host", &config.host)?;
         let password = config.password.as_deref().map(|p| cstring("password", p)).transpose()?;
+        let security = config.security.strings()?;
         let mut c = unsafe { std::mem::zeroed::<sys::swa_store_redis_config_t>() };
         unsafe { sys::swa_store_redis_config_init(&mut c) };
         c.host = host.as_ptr();
@@ -247,6 +251,7 @@ impl Store {
         c.ttl_seconds = config.ttl_seconds;
         c.timeout_ms = config.timeout_ms;
         c.max_connections = config.max_connections;
+        c.apply(&config.security, &security);
         let mut t = empty_table();
         // SAFETY: the strings outlive the call (the library copies them).
         check(unsafe { sys::swa_store_redis_create(&c, &mut t) })?;
@@ -325,6 +330,8 @@ pub struct RedisConfig {
     pub timeout_ms: u32,
     /// Idle connections kept for reuse.
     pub max_connections: u32,
+    /// ACL user and TLS.
+    pub security: RedisSecurity,
 }
 
 impl Default for RedisConfig {
@@ -345,6 +352,7 @@ impl Default for RedisConfig {
             ttl_seconds: c.ttl_seconds,
             timeout_ms: c.timeout_ms,
             max_connections: c.max_connections,
+            security: RedisSecurity::default(),
         }
     }
 }

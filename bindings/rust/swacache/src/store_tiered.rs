@@ -6,6 +6,7 @@ use swacache_sys as sys;
 use crate::config::sized;
 use crate::error::{check, Result};
 use crate::store::{cstring, empty_table, Store};
+use crate::store_redis_tls::{ApplySecurity, RedisSecurity};
 
 /// Configuration of the built-in Redis Cluster store
 /// (`swa_store_redis_cluster_config_t`, experimental).
@@ -26,6 +27,8 @@ pub struct RedisClusterConfig {
     pub read_from_replicas: bool,
     /// Tries per call (redirects, reconnects, back-offs).
     pub max_attempts: u32,
+    /// ACL user and TLS, for every node (redirect targets included).
+    pub security: RedisSecurity,
 }
 
 impl Default for RedisClusterConfig {
@@ -46,6 +49,7 @@ impl Default for RedisClusterConfig {
             connections_per_node: c.connections_per_node,
             read_from_replicas: c.read_from_replicas != 0,
             max_attempts: c.max_attempts,
+            security: RedisSecurity::default(),
         }
     }
 }
@@ -77,6 +81,7 @@ impl Store {
     pub fn redis_cluster(config: &RedisClusterConfig) -> Result<Store> {
         let nodes = cstring("nodes", &config.nodes)?;
         let password = config.password.as_deref().map(|p| cstring("password", p)).transpose()?;
+        let security = config.security.strings()?;
         let mut c = sized::<sys::swa_store_redis_cluster_config_t>();
         // SAFETY: c is writable.
         unsafe { sys::swa_store_redis_cluster_config_init(&mut c) };
@@ -87,6 +92,7 @@ impl Store {
         c.connections_per_node = config.connections_per_node;
         c.read_from_replicas = config.read_from_replicas as u32;
         c.max_attempts = config.max_attempts;
+        c.apply(&config.security, &security);
         let mut t = empty_table();
         // SAFETY: the strings outlive the call (the library copies them).
         check(unsafe { sys::swa_store_redis_cluster_create(&c, &mut t) })?;
