@@ -62,11 +62,35 @@ static swago_ret swago_directory_create(const char* path, uint32_t create, uint3
   swa_kv_store_init(out);
   return swago_r(swa_store_directory_create(&c, out));
 }
+// The ACL user and TLS fields of both Redis configs (RedisSecurity).
+typedef struct swago_redis_sec {
+  const char* username;
+  uint32_t tls;
+  uint32_t verify;
+  const char* ca_file;
+  const char* ca_dir;
+  const char* cert_file;
+  const char* key_file;
+  const char* server_name;
+} swago_redis_sec;
+#define SWAGO_SET_REDIS_SEC(c, s)    \
+  do {                               \
+    (c).username = (s)->username;    \
+    (c).tls = (s)->tls;              \
+    (c).tls_verify = (s)->verify;    \
+    (c).tls_ca_file = (s)->ca_file;  \
+    (c).tls_ca_dir = (s)->ca_dir;    \
+    (c).tls_cert_file = (s)->cert_file; \
+    (c).tls_key_file = (s)->key_file; \
+    (c).tls_server_name = (s)->server_name; \
+  } while (0)
 static swago_ret swago_redis_create(const char* host, uint32_t port, uint32_t db,
                                     const char* password, uint32_t ttl, uint32_t timeout_ms,
-                                    uint32_t max_conn, swa_kv_store_t* out) {
+                                    uint32_t max_conn, const swago_redis_sec* sec,
+                                    swa_kv_store_t* out) {
   swa_store_redis_config_t c;
   swa_store_redis_config_init(&c);
+  SWAGO_SET_REDIS_SEC(c, sec);
   if (host) c.host = host;
   if (port) c.port = port;
   c.db = db;
@@ -80,9 +104,10 @@ static swago_ret swago_redis_create(const char* host, uint32_t port, uint32_t db
 static swago_ret swago_redis_cluster_create(const char* nodes, const char* password, uint32_t ttl,
                                             uint32_t timeout_ms, uint32_t per_node,
                                             uint32_t replicas, uint32_t attempts,
-                                            swa_kv_store_t* out) {
+                                            const swago_redis_sec* sec, swa_kv_store_t* out) {
   swa_store_redis_cluster_config_t c;
   swa_store_redis_cluster_config_init(&c);
+  SWAGO_SET_REDIS_SEC(c, sec);
   if (nodes) c.nodes = nodes;
   c.password = password;
   c.ttl_seconds = ttl;
@@ -168,26 +193,81 @@ func NewDirectoryStore(cfg DirectoryStoreConfig) (*BuiltinStore, error) {
 	return newBuiltin(t), nil
 }
 
+// RedisSecurity is the ACL user and TLS settings of NewRedisStore and
+// NewRedisClusterStore (docs/store.md, "Redis TLS and ACL users"). The zero
+// value is the default user over plain TCP. With TLS the server's
+// certificate is verified (chain and name) unless NoTLSVerify. A certificate
+// that fails verification, a refused client certificate or a wrong user give
+// ErrUnauthenticated, an ACL user lacking a command ErrPermissionDenied, a
+// plain/TLS port mix-up ErrUnavailable; each message names the server.
+type RedisSecurity struct {
+	Username      string // ACL user (AUTH username password); needs Password. "": the default user.
+	TLS           bool   // TLS on every connection (TLS 1.2 or later).
+	NoTLSVerify   bool   // Skip certificate verification: encryption only (tests).
+	TLSCAFile     string // PEM file of trusted CAs; with TLSCADir "": the system's CA paths.
+	TLSCADir      string // Folder of hashed CA certificates (openssl rehash).
+	TLSCertFile   string // PEM client certificate (chain), with TLSKeyFile.
+	TLSKeyFile    string // PEM private key of TLSCertFile.
+	TLSServerName string // SNI and the name checked; "": the host connected to (each node's address).
+}
+
+// cfg returns the C view of s (strings allocated) and the function that frees them.
+func (s RedisSecurity) cfg() (*C.swago_redis_sec, func(), error) {
+	if err := noNUL("Username", s.Username, "TLSCAFile", s.TLSCAFile, "TLSCADir", s.TLSCADir,
+		"TLSCertFile", s.TLSCertFile, "TLSKeyFile", s.TLSKeyFile, "TLSServerName", s.TLSServerName); err != nil {
+		return nil, nil, err
+	}
+	c := (*C.swago_redis_sec)(C.calloc(1, C.size_t(unsafe.Sizeof(C.swago_redis_sec{}))))
+	var owned []*C.char
+	str := func(v string) *C.char {
+		if v == "" {
+			return nil
+		}
+		p := C.CString(v)
+		owned = append(owned, p)
+		return p
+	}
+	c.username = str(s.Username)
+	c.tls = cbool(s.TLS)
+	c.verify = cbool(!s.NoTLSVerify)
+	c.ca_file, c.ca_dir = str(s.TLSCAFile), str(s.TLSCADir)
+	c.cert_file, c.key_file = str(s.TLSCertFile), str(s.TLSKeyFile)
+	c.server_name = str(s.TLSServerName)
+	return c, func() {
+		for _, p := range owned {
+			C.free(unsafe.Pointer(p))
+		}
+		C.free(unsafe.Pointer(c))
+	}, nil
+}
+
 // RedisStoreConfig configures NewRedisStore; zero fields take the library's
 // defaults (127.0.0.1:6379, db 0, no password, no TTL, 5 s timeout, 8
 // pooled connections).
 type RedisStoreConfig struct {
-	Host           string // Server host name or address.
-	Port           uint32 // TCP port.
-	DB             uint32 // Database number.
-	Password       string // AUTH password; "" for none.
-	TTLSeconds     uint32 // Expiry of each blob; 0 = none.
-	TimeoutMs      uint32 // Connect and command timeout.
-	MaxConnections uint32 // Idle connections kept for reuse.
+	Host           string        // Server host name or address.
+	Port           uint32        // TCP port.
+	DB             uint32        // Database number.
+	Password       string        // AUTH password; "" for none.
+	TTLSeconds     uint32        // Expiry of each blob; 0 = none.
+	TimeoutMs      uint32        // Connect and command timeout.
+	MaxConnections uint32        // Idle connections kept for reuse.
+	Security       RedisSecurity // ACL user and TLS.
 }
 
 // NewRedisStore creates a store on a Redis server (swa_store_redis_create;
 // experimental in the C API). UNAVAILABLE when the server cannot be reached,
-// UNAUTHENTICATED when AUTH fails, UNIMPLEMENTED in a build without hiredis.
+// UNAUTHENTICATED when AUTH fails or the server's certificate fails
+// verification, UNIMPLEMENTED in a build without hiredis.
 func NewRedisStore(cfg RedisStoreConfig) (*BuiltinStore, error) {
 	if err := noNUL("Host", cfg.Host, "Password", cfg.Password); err != nil {
 		return nil, err
 	}
+	sec, free, err := cfg.Security.cfg()
+	if err != nil {
+		return nil, err
+	}
+	defer free()
 	var host, pass *C.char
 	if cfg.Host != "" {
 		host = C.CString(cfg.Host)
@@ -199,7 +279,7 @@ func NewRedisStore(cfg RedisStoreConfig) (*BuiltinStore, error) {
 	}
 	var t C.swa_kv_store_t
 	if err := result(C.swago_redis_create(host, C.uint32_t(cfg.Port), C.uint32_t(cfg.DB), pass,
-		C.uint32_t(cfg.TTLSeconds), C.uint32_t(cfg.TimeoutMs), C.uint32_t(cfg.MaxConnections), &t)); err != nil {
+		C.uint32_t(cfg.TTLSeconds), C.uint32_t(cfg.TimeoutMs), C.uint32_t(cfg.MaxConnections), sec, &t)); err != nil {
 		return nil, err
 	}
 	return newBuiltin(t), nil
@@ -209,13 +289,14 @@ func NewRedisStore(cfg RedisStoreConfig) (*BuiltinStore, error) {
 // the library's defaults (seed "127.0.0.1:7000", no password, no TTL, 5 s
 // per call, 4 idle connections per node, masters only, 16 attempts).
 type RedisClusterStoreConfig struct {
-	Nodes              string // Seed nodes, "host:port,host:port" ("[v6]:port" for IPv6).
-	Password           string // AUTH password of every node; "" for none.
-	TTLSeconds         uint32 // Expiry of each blob; 0 = none.
-	TimeoutMs          uint32 // Deadline of one store call, retries included.
-	ConnectionsPerNode uint32 // Idle connections kept per node.
-	ReadFromReplicas   bool   // Gets and exists read a replica of the slot.
-	MaxAttempts        uint32 // Tries per call (redirects, reconnects, back-offs).
+	Nodes              string        // Seed nodes, "host:port,host:port" ("[v6]:port" for IPv6).
+	Password           string        // AUTH password of every node; "" for none.
+	TTLSeconds         uint32        // Expiry of each blob; 0 = none.
+	TimeoutMs          uint32        // Deadline of one store call, retries included.
+	ConnectionsPerNode uint32        // Idle connections kept per node.
+	ReadFromReplicas   bool          // Gets and exists read a replica of the slot.
+	MaxAttempts        uint32        // Tries per call (redirects, reconnects, back-offs).
+	Security           RedisSecurity // ACL user and TLS, for every node (redirect targets included).
 }
 
 // NewRedisClusterStore creates a store on a Redis Cluster, routed by hash
@@ -226,6 +307,11 @@ func NewRedisClusterStore(cfg RedisClusterStoreConfig) (*BuiltinStore, error) {
 	if err := noNUL("Nodes", cfg.Nodes, "Password", cfg.Password); err != nil {
 		return nil, err
 	}
+	sec, free, err := cfg.Security.cfg()
+	if err != nil {
+		return nil, err
+	}
+	defer free()
 	var nodes, pass *C.char
 	if cfg.Nodes != "" {
 		nodes = C.CString(cfg.Nodes)
@@ -238,7 +324,7 @@ func NewRedisClusterStore(cfg RedisClusterStoreConfig) (*BuiltinStore, error) {
 	var t C.swa_kv_store_t
 	if err := result(C.swago_redis_cluster_create(nodes, pass, C.uint32_t(cfg.TTLSeconds),
 		C.uint32_t(cfg.TimeoutMs), C.uint32_t(cfg.ConnectionsPerNode), cbool(cfg.ReadFromReplicas),
-		C.uint32_t(cfg.MaxAttempts), &t)); err != nil {
+		C.uint32_t(cfg.MaxAttempts), sec, &t)); err != nil {
 		return nil, err
 	}
 	return newBuiltin(t), nil
