@@ -45,6 +45,7 @@ from ._config import (
 )
 from ._enums import (
     Backend,
+    CompressKind,
     DType,
     Format,
     IndexPad,
@@ -55,6 +56,7 @@ from ._enums import (
     WeightLayout,
 )
 from ._plan import Plan
+from ._compress import WINDOW_DTYPE as COMPRESS_WINDOW_DTYPE
 from ._rope import RopeInfo, attention_merge, rope_apply, rope_table
 from . import hf
 from ._util import last_error, status_string, version, version_number

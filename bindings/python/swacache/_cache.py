@@ -21,12 +21,13 @@ from ._tensor import (
     torch_stream,
 )
 from .errors import ClosedError, Error, FailedPreconditionError, InvalidArgumentError
-from ._enums import Backend, DType, Format, IndexPad, LayerRole, WeightLayout
+from ._enums import Backend, CompressKind, DType, Format, IndexPad, LayerRole, WeightLayout
 from ._util import _check, _i32, _key, _lib, _struct_dict, _u32
 from ._config import CacheStats, Config, Layer, LayerLayout, Layout, _layout, SlotInfo, TensorView
 from ._plan import Plan
 from ._rope import merge_args
 from ._life import _Life
+from . import _compress
 from ._stores import _REGISTRY, BuiltinStore, Store, _register
 
 
@@ -194,6 +195,7 @@ class Cache:
         _check(self._call(_lib.swa_cache_layer_layout, _u32("layer", layer), byref(out)))
         d = _struct_dict(out)
         d["role"], d["kv_format"] = LayerRole(d["role"]), Format(d["kv_format"])
+        d["compress_kind"] = CompressKind(d["compress_kind"])
         return LayerLayout(**d)
 
     def layer_view(self, layer: int) -> TensorView:
@@ -203,6 +205,24 @@ class Cache:
         n = out.ndim
         return TensorView(int(out.data or 0), Backend(out.backend), out.device,
                           tuple(out.shape[:n]), tuple(out.strides[:n]))
+
+    def compress_view(self, layer: int, compressor: int = 0) -> TensorView:
+        """``swa_cache_compress_view``: the raw view of a layer's compressor ring
+        over all slots, ``uint8 [max_slots, compress_len, 2, half_bytes]`` (per row
+        the kv values, then the gate values, in the layer's compress_row_format);
+        ``compressor`` 1 is the layer's indexer compressor."""
+        return _compress.view(self, layer, compressor)
+
+    def compress_ring(self, layer: int, compressor: int = 0) -> np.ndarray:
+        """:meth:`compress_view` as a NumPy ``uint8`` array viewing the pool (CPU
+        backend only; it keeps the pool alive like :meth:`ring`)."""
+        return _compress.ring(self, layer, compressor)
+
+    def set_save_compression(self, enable: bool = True) -> None:
+        """``swa_cache_set_save_compression``: whether :meth:`save` (and
+        ``save_at``) carry the typed compressor rings in the blob, so that a
+        restored sequence continues its compressed entries exactly."""
+        _compress.set_save(self, enable)
 
     def ring(self, layer: int) -> np.ndarray:
         """The layer's ring over all slots as a NumPy ``uint8`` array

@@ -10,7 +10,7 @@ from typing import Any, List, Tuple
 from . import _lib as L
 from ._tensor import as_tensor
 from .errors import InvalidArgumentError
-from ._enums import Backend, Format, LayerRole, PlanPath, RopeStyle, ScaleMode
+from ._enums import Backend, CompressKind, Format, LayerRole, PlanPath, RopeStyle, ScaleMode
 from ._util import _check, _i32, _lib, _struct_dict, _u32
 
 
@@ -44,6 +44,13 @@ class Layer:
     rope_derotate_output: bool = False
     logit_softcap: float = 0.0
     softmax_scale: float = 0.0  # 0 = 1/sqrt(head_dim); a step's non-zero scale overrides it
+    # The typed compressor (DeepSeek-V4 HCA/CSA; docs/semantics.md "Compression state"):
+    # compress_ratio is its rate, compress_entry_bytes stays 0.
+    compress_kind: CompressKind = CompressKind.OPAQUE
+    compress_head_dim: int = 0  # d of the entries; HCA rows are d wide, CSA rows 2d
+    compress_rope_dims: int = 0  # trailing dims of each entry rotated at w * c; 0 = none
+    compress_row_format: Format = Format.FP32  # storage of the buffered rows: FP32 or BF16
+    index_head_dim: int = 0  # CSA: the Lightning Indexer's compressor width; 0 = none
 
     def _to_c(self, out: L.LayerDesc) -> None:
         _lib.swa_layer_desc_init(byref(out))
@@ -118,6 +125,8 @@ class Layout:
     stored_bytes: int
     pool_bytes: int
     fingerprint: int
+    compress_bytes: int = 0  # every layer's compression region in a slot
+    compress_saved_bytes: int = 0  # the blob's compression section (0: none)
 
 
 @dataclass(frozen=True)
@@ -136,6 +145,14 @@ class LayerLayout:
     compress_entry_bytes: int
     compress_offset: int
     compress_bytes: int
+    compress_kind: CompressKind = CompressKind.OPAQUE
+    compress_ratio: int = 0
+    compress_head_dim: int = 0
+    index_head_dim: int = 0
+    index_row_bytes: int = 0  # bytes of one indexer ring row; 0 = no indexer
+    compress_row_values: int = 0  # values of the kv (and of the gate) half of a main ring row
+    index_offset: int = 0
+    index_bytes: int = 0
 
 
 @dataclass(frozen=True)

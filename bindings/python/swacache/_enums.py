@@ -20,6 +20,18 @@ class Format(enum.IntEnum):
     FP8_DS_MLA = 3
 
 
+class CompressKind(enum.IntEnum):
+    """``swa_compress_kind_t``: what a layer's compression region holds."""
+
+    #: ``compress_ratio + N`` entries of ``compress_entry_bytes`` the engine packs itself.
+    OPAQUE = 0
+    #: DeepSeek-V4 HCA: non-overlapping windows; source rows ``compress_head_dim`` wide.
+    HCA = 1
+    #: DeepSeek-V4 CSA: windows overlapping by one stride; rows ``2 * compress_head_dim``
+    #: wide (Ca | Cb), optionally with the Lightning Indexer's compressor.
+    CSA = 2
+
+
 class DType(enum.IntEnum):
     """``swa_dtype_t``: element type of exchanged tensors."""
 

@@ -67,6 +67,13 @@ class LayerDesc(Structure):
         ("logit_softcap", c_float),
         ("softmax_scale", c_float),
         ("reserved", c_uint32),
+        # Appended after 0.2.0: the typed compressor (issue 31).
+        ("compress_kind", c_enum),
+        ("compress_head_dim", c_uint32),
+        ("compress_rope_dims", c_uint32),
+        ("compress_row_format", c_enum),
+        ("index_head_dim", c_uint32),
+        ("compress_reserved", c_uint32),
     ]
 
 
@@ -86,6 +93,11 @@ class Config(Structure):
         ("layers", POINTER(LayerDesc)),
         ("pool", c_void_p),
         ("pool_bytes", c_size_t),
+        # Appended after 0.2.0: authenticated blobs and tenant namespaces.
+        ("store_secret", c_void_p),
+        ("store_secret_len", c_size_t),
+        ("store_namespace", c_void_p),
+        ("store_namespace_len", c_size_t),
     ]
 
 
@@ -105,6 +117,8 @@ class Layout(Structure):
         ("stored_bytes", c_uint64),
         ("pool_bytes", c_uint64),
         ("fingerprint", c_uint64),
+        ("compress_bytes", c_uint64),
+        ("compress_saved_bytes", c_uint64),
     ]
 
 
@@ -123,6 +137,14 @@ class LayerLayout(Structure):
         ("compress_entry_bytes", c_uint32),
         ("compress_offset", c_uint64),
         ("compress_bytes", c_uint64),
+        ("compress_kind", c_enum),
+        ("compress_ratio", c_uint32),
+        ("compress_head_dim", c_uint32),
+        ("index_head_dim", c_uint32),
+        ("index_row_bytes", c_uint32),
+        ("compress_row_values", c_uint32),
+        ("index_offset", c_uint64),
+        ("index_bytes", c_uint64),
     ]
 
 
@@ -260,6 +282,32 @@ class RopeArgs(Structure):
         ("positions", c_void_p),
         ("inverse", c_uint32),
         ("device", c_int32),
+        ("stream", c_void_p),
+    ]
+
+
+class CompressWindow(Structure):
+    _fields_ = [("seq", c_uint32), ("slot", c_uint32)] + [
+        (n, c_int32) for n in ("entry", "position", "first_position", "n_missing", "n_ring",
+                               "ring_row", "n_new", "new_row")]
+
+
+class CompressArgs(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("layer", c_uint32),
+        ("compressor", c_uint32),
+        ("kv", c_void_p),
+        ("gate", c_void_p),
+        ("dtype", c_enum),
+        ("row_width", c_uint32),
+        ("rows", c_int64),
+        ("position_bias", c_void_p),
+        ("norm_weight", c_void_p),
+        ("norm_eps", c_float),
+        ("out", c_void_p),
+        ("out_dtype", c_enum),
+        ("out_rows", c_uint64),
         ("stream", c_void_p),
     ]
 
@@ -432,6 +480,14 @@ _PROTOTYPES = {
     "swa_cache_stats": (c_status, [_vp, P(CacheStats)]),
     "swa_merge_args_init": (None, [P(MergeArgs)]),
     "swa_attention_merge": (c_status, [_vp, P(MergeArgs)]),
+    "swa_plan_compress_windows": (c_status, [_vp, c_uint32, P(CompressWindow), c_size_t,
+                                             P(c_size_t)]),
+    "swa_plan_compress_store_segments": (c_status, [_vp, c_uint32, P(Segment), c_size_t,
+                                                    P(c_size_t)]),
+    "swa_cache_compress_view": (c_status, [_vp, c_uint32, c_uint32, P(TensorView)]),
+    "swa_compress_args_init": (None, [P(CompressArgs)]),
+    "swa_compress_step": (c_status, [_vp, _vp, P(CompressArgs)]),
+    "swa_cache_set_save_compression": (c_status, [_vp, c_uint32]),
     "swa_rope_table": (c_status, [P(LayerDesc), _vp, c_uint32, P(RopeInfo)]),
     "swa_rope_args_init": (None, [P(RopeArgs)]),
     "swa_rope_apply": (c_status, [P(RopeArgs)]),

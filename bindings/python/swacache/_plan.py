@@ -25,6 +25,7 @@ from .errors import ClosedError, InvalidArgumentError
 from ._enums import Backend, DType, IndexPad, PlanPath
 from ._util import _check, _i32, _lib, _struct_dict, _u32, host_positions
 from ._config import PlanInfo, Seq
+from . import _compress
 
 
 # ---- plan --------------------------------------------------------------------
@@ -82,6 +83,14 @@ class Plan:
             if self._handle is None:
                 raise ClosedError("the plan is closed")
             return self.cache._call(lambda _cache_h: fn(self._handle, *args))
+
+    def _cache_plan_call(self, fn: Any, *args: Any) -> Any:
+        """``fn(cache handle, plan handle, *args)`` under the plan's lock, counted
+        as a call in flight on the cache."""
+        with self._lock:
+            if self._handle is None:
+                raise ClosedError("the plan is closed")
+            return self.cache._call(lambda ch: fn(ch, self._handle, *args))
 
     def _step_call(self, args: Any) -> Any:
         with self._lock:
@@ -312,3 +321,50 @@ class Plan:
         a.positions = pos.ctypes.data if pos is not None else None
         _check(self._step_call(byref(a)))
         return (out, lse) if want_lse else out
+
+    # -- the typed compressor (DeepSeek-V4 HCA/CSA; docs/semantics.md "Compression state")
+    @_locked
+    def compress_windows(self, layer: int) -> np.ndarray:
+        """``swa_plan_compress_windows``: the windows of ``layer``'s compressor that
+        close in this step, in batch order then by entry (the rows of
+        :meth:`compress_step`'s output), as a NumPy record array of
+        :data:`swacache.COMPRESS_WINDOW_DTYPE` (fields seq, slot, entry, position,
+        first_position, n_missing, n_ring, ring_row, n_new, new_row). The layer's
+        indexer compressor closes the same windows."""
+        return _compress.windows(self, layer)
+
+    @_locked
+    def compress_store_segments(self, layer: int) -> np.ndarray:
+        """``swa_plan_compress_store_segments``: int32 ``[n, 3]`` rows of (dst_row,
+        src_row, count) where the step's new source rows go in the compressor ring
+        (dst_row = slot * compress_len + p % compress_len), for an engine that runs
+        its own compressor kernel on :meth:`Cache.compress_view`."""
+        return _compress.store_segments(self, layer)
+
+    @_locked
+    def compress_step(self, layer: int, kv: Any, gate: Any, position_bias: Any,
+                      norm_weight: Any, *, compressor: int = 0, norm_eps: float = 1e-6,
+                      out: Any = None, out_dtype: Optional[DType] = None,
+                      stream: Optional[int] = None) -> Any:
+        """Run one compressor of one layer of this plan (``swa_compress_step``).
+
+        Args:
+            layer: a layer with a typed compressor (``Layer.compress_kind`` HCA/CSA).
+            kv, gate: the step's new source rows ``[T, S]`` (float32 or bfloat16, the
+                same), in batch order; S = d (HCA) or 2d (CSA: Ca | Cb), d the
+                compressor's entry width; ``gate`` without the position bias.
+            position_bias: float32 ``[compress_ratio, S]``.
+            norm_weight: float32 ``[d]``, the entries' RMSNorm weight (``kv_norm``).
+            compressor: 0 = the layer's compressor, 1 = its Lightning Indexer's.
+            norm_eps: the RMSNorm epsilon.
+            out: ``[n >= windows, d]``; allocated (like ``kv``) when None.
+            out_dtype: dtype of an allocated ``out`` (default float32).
+            stream: CUDA stream address; default: PyTorch's current stream.
+        Returns:
+            ``out``: row k is the entry of window k of :meth:`compress_windows`
+            (normalised and rotated at its position), rows past them untouched.
+        """
+        return _compress.step(self, layer, kv, gate, position_bias, norm_weight,
+                              compressor=compressor, norm_eps=norm_eps, out=out,
+                              out_dtype=int(out_dtype) if out_dtype is not None else None,
+                              stream=stream)

@@ -27,6 +27,13 @@ layer and the window ``W`` to configure, following transformers' own rules
   (``attn_logit_softcapping``) and the softmax scale
   (``query_pre_attn_scalar ** -0.5`` for Gemma) go into the layer.
 
+With ``compressors=True``, DeepSeek-V4's CSA and HCA layers also declare their
+typed compressor (docs/models.md, "DeepSeek-V4's compressors"): ``compress_kind``
+from the layer type, ``compress_ratio`` from ``compress_rates``,
+``compress_head_dim`` = ``head_dim``, ``compress_rope_dims`` = the layer's rotary
+dims (the "compress" table), ``index_head_dim`` for CSA (the Lightning Indexer's
+compressor), rows kept in ``compress_row_format`` (FP32 by default: exact).
+
 Full-attention layers are not sliding-window layers and are left out (keep
 them in the engine's own KV cache); ``HfLayers.model_layers`` maps each
 returned layer to its model layer.
@@ -39,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping
 
 from ._config import Layer
-from ._enums import Format, RopeStyle
+from ._enums import CompressKind, Format, RopeStyle
 from .errors import InvalidArgumentError, UnimplementedError
 
 SUPPORTED = ("gpt_oss", "deepseek_v4", "gemma2", "gemma3_text", "gemma3", "mistral",
@@ -106,10 +113,13 @@ def _rope_dict(cfg: Any, model_type: str, layer_type: str) -> Dict[str, Any]:
     return dict(rp)
 
 
-def layer_descs(config: Any, *, kv_format: Format = Format.BF16) -> HfLayers:
+def layer_descs(config: Any, *, kv_format: Format = Format.BF16, compressors: bool = False,
+                compress_row_format: Format = Format.FP32) -> HfLayers:
     """The sliding-window layers of a transformers config (a ``PretrainedConfig``
     or its dict) as :class:`~swacache.Layer` descriptions, and the window.
-    ``kv_format`` is the ring format of every layer. Raises
+    ``kv_format`` is the ring format of every layer; ``compressors`` (DeepSeek-V4
+    only) adds the CSA/HCA layers' typed compressors, their rows in
+    ``compress_row_format``. Raises
     UnimplementedError for a model type or RoPE type not listed in the module
     doc, InvalidArgumentError for a config without sliding-window layers."""
     model_type = _get(config, "model_type")
@@ -117,6 +127,9 @@ def layer_descs(config: Any, *, kv_format: Format = Format.BF16) -> HfLayers:
         config, model_type = _get(config, "text_config"), "gemma3_text"
     if model_type not in SUPPORTED:
         raise UnimplementedError(f"model_type {model_type!r}: swacache.hf knows {SUPPORTED}")
+    if compressors and model_type != "deepseek_v4":
+        raise InvalidArgumentError(f"compressors=True: {model_type} has no compressed layers "
+                                   "(only deepseek_v4 does)")
     n_layers = int(_get(config, "num_hidden_layers"))
     window = _get(config, "sliding_window")
     types = _get(config, "layer_types")
@@ -157,5 +170,33 @@ def layer_descs(config: Any, *, kv_format: Format = Format.BF16) -> HfLayers:
         elif rope_type != "default":
             raise UnimplementedError(f"layer {i}: rope_type {rope_type!r} (the library "
                                      "computes plain RoPE and YaRN)")
+        if compressors and dsv4 and types[i] != "sliding_attention":
+            fields.update(_compressor_fields(config, types[i], n, compress_row_format))
         layers.append(Layer(**fields))
     return HfLayers(model_type, int(window), layers, sliding)
+
+
+def _compressor_fields(config: Any, layer_type: str, rope_dims: int,
+                       row_format: Format) -> Dict[str, Any]:
+    """A DeepSeek-V4 CSA/HCA layer's compressor, as transformers builds it:
+    DeepseekV4CSACompressor / DeepseekV4HCACompressor (width head_dim, rate
+    compress_rates[layer_type]) and, for CSA, DeepseekV4Indexer's compressor
+    (width index_head_dim); both rotate the trailing rotary dims of each entry
+    with the "compress" table at position w * rate."""
+    kinds = {"compressed_sparse_attention": CompressKind.CSA,
+             "heavily_compressed_attention": CompressKind.HCA}
+    if layer_type not in kinds:
+        raise UnimplementedError(f"layer type {layer_type!r}: swacache.hf knows the "
+                                 f"compressors of {sorted(kinds)}")
+    rates = _get(config, "compress_rates") or {}
+    if layer_type not in rates:
+        raise InvalidArgumentError(f"compress_rates has no rate for {layer_type!r} "
+                                   f"(it has {sorted(rates)})")
+    hq = int(_get(config, "num_attention_heads"))
+    head_dim = int(_get(config, "head_dim") or int(_get(config, "hidden_size")) // hq)
+    kind = kinds[layer_type]
+    return dict(compress_kind=kind, compress_ratio=int(rates[layer_type]),
+                compress_head_dim=head_dim, compress_rope_dims=rope_dims,
+                compress_row_format=row_format,
+                index_head_dim=int(_get(config, "index_head_dim")) if kind == CompressKind.CSA
+                else 0)
