@@ -5,7 +5,7 @@
 // scores, masked softmax with sinks, sgemm for the values.
 //
 //   build/bench/step_cpu_bench [--quick]
-//   build/bench/step_cpu_bench --case 1 --seqs 64 --threads 1 --repeat 200   # one row, for perf
+//   build/bench/step_cpu_bench --case 1 --seqs 64 --threads 1 --only bf16 --budget 10   # one row, for perf
 //
 // GFLOP/s counts 4 * D * W * Hq per token (every token sees W keys here), of
 // each contender's best call. Also printed: flops per CPU-second of the process
@@ -202,6 +202,7 @@ struct Baseline {
 int main(int argc, char** argv) {
   bool quick = false;
   int only_case = -1, only_seqs = -1, only_threads = -1, repeat = 0;
+  double budget_arg = 0;  // --budget S: seconds per contender (profiling)
   std::string only;  // "fp32" or "bf16": time that step alone, no peaks, no baseline (profiling)
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
@@ -212,13 +213,14 @@ int main(int argc, char** argv) {
     else if (arg == "--threads" && has_value) only_threads = std::atoi(argv[++a]);
     else if (arg == "--repeat" && has_value) repeat = std::atoi(argv[++a]);
     else if (arg == "--only" && has_value) only = argv[++a];
+    else if (arg == "--budget" && has_value) budget_arg = std::atof(argv[++a]);
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--case N] [--seqs N] [--threads N] [--repeat N] [--only fp32|bf16]\n",
+      std::fprintf(stderr, "usage: %s [--quick] [--case N] [--seqs N] [--threads N] [--repeat N] [--only fp32|bf16] [--budget S]\n",
                    argv[0]);
       return 2;
     }
   }
-  const double budget = quick ? 0.2 : 1.0;
+  const double budget = budget_arg > 0 ? budget_arg : quick ? 0.2 : 1.0;
   const int reps = repeat > 0 ? repeat : quick ? 3 : 7;
   double peak = 0, peak2 = 0, peak512 = 0, peak_bf16 = 0, peak_amx = 0;
   bool have_bf16 = false;
@@ -251,10 +253,10 @@ int main(int argc, char** argv) {
   std::printf("(b) OpenBLAS baseline: SKIPPED (not found at configure time)\n");
 #endif
   std::printf("machine load (1/5/15 min): %s\n\n", LoadAverage().c_str());
-  std::printf("%-32s %4s %3s | %7s %7s %7s %7s %7s %7s | %7s %7s %7s %7s %7s %7s %6s %6s | %6s %6s\n",
+  std::printf("%-32s %4s %3s | %7s %7s %7s %7s %7s %7s | %7s %7s %7s %7s %7s %7s %6s %6s | %6s %6s | %6s %7s %6s %6s\n",
               "case", "seqs", "thr", "fp32", "bf16", "base", "fp/base", "bf/base", "bf/fp",
               "fp32", "bf16", "base", "fp/base", "bf/base", "bf/fp", "%FMA", "%dpbf", "scal32",
-              "scal16");
+              "scal16", "pkFMA", "pk16", "%FMAr", "%pk16r");
   std::printf("%-32s %4s %3s | %-47s | %-63s |\n", "", "", "", "wall clock GFLOP/s, best repeat",
               "GFLOP per CPU-second of the process, best repeat");
 
@@ -302,6 +304,26 @@ int main(int argc, char** argv) {
         }
 #endif
       }
+      // The FMA probe and the chosen BF16 path's probe (tdpbf16ps or
+      // vdpbf16ps), about 1 ms a call, interleaved with the steps: on a shared
+      // VM the probes' own rate moves by 2x with the load of the other vCPUs
+      // (a register-only tdpbf16ps loop: 16 to 36 cycles per instruction, see
+      // docs/perf/cpu-attention-2026-12-03-amx.md), so %FMAr and %pk16r set
+      // each row against peaks measured in the same seconds.
+      double run_fma = 0, run_pk16 = 0;
+      Timing probe_timing;
+#if defined(__x86_64__)
+      if (only.empty() && peak512 > 0)
+        cs.push_back({nullptr, [&run_fma] { run_fma = std::max(run_fma, FmaPeakAvx512(300'000)); }}),
+            cs_to.push_back(&probe_timing);
+      if (only.empty() && bf16_path == "amx_bf16" && peak_amx > 0)
+        cs.push_back({nullptr, [&run_pk16] { run_pk16 = std::max(run_pk16, AmxBf16Peak(320'000)); }}),
+            cs_to.push_back(&probe_timing);
+      else if (only.empty() && peak_bf16 > 0)
+        cs.push_back(
+            {nullptr, [&run_pk16] { run_pk16 = std::max(run_pk16, Bf16DotPeakAvx512(150'000)); }}),
+            cs_to.push_back(&probe_timing);
+#endif
       const std::vector<Timing> together = TimeInterleaved(cs, budget * double(cs.size()), reps);
       for (size_t i = 0; i < cs.size(); ++i) *cs_to[i] = together[i];
       for (size_t i = 0; i < alone.size(); ++i) {
@@ -332,11 +354,16 @@ int main(int argc, char** argv) {
         if (peak > 0 && gf_cpu > 0) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * gf_cpu / peak);
         if (peak_bf16_path > 0 && gf16_cpu > 0)
           std::snprintf(pct16, sizeof pct16, "%.0f%%", 100 * gf16_cpu / peak_bf16_path);
-        std::printf("%-32.32s %4d %3u | %7.1f %7.1f %7.1f %7s %7s %7s | %7.1f %7.1f %7.1f %7s %7s %7s %6s %6s | %6s %6s\n",
+        char pctr[16] = "-", pct16r[16] = "-";
+        if (run_fma > 0 && gf_cpu > 0) std::snprintf(pctr, sizeof pctr, "%.0f%%", 100 * gf_cpu / run_fma);
+        if (run_pk16 > 0 && gf16_cpu > 0)
+          std::snprintf(pct16r, sizeof pct16r, "%.0f%%", 100 * gf16_cpu / run_pk16);
+        std::printf("%-32.32s %4d %3u | %7.1f %7.1f %7.1f %7s %7s %7s | %7.1f %7.1f %7.1f %7s %7s %7s %6s %6s | %6s %6s | %6.1f %7.1f %6s %6s\n",
                     c.name, seqs, threads, gf, gf16, base_gf, ratio(gf, base_gf).c_str(),
                     ratio(gf16, base_gf).c_str(), ratio(gf16, gf).c_str(), gf_cpu, gf16_cpu,
                     base_cpu, ratio(gf_cpu, base_cpu).c_str(), ratio(gf16_cpu, base_cpu).c_str(),
-                    ratio(gf16_cpu, gf_cpu).c_str(), pct, pct16, scal32.c_str(), scal16.c_str());
+                    ratio(gf16_cpu, gf_cpu).c_str(), pct, pct16, scal32.c_str(), scal16.c_str(),
+                    run_fma, run_pk16, pctr, pct16r);
       }
     }
   }
@@ -344,7 +371,10 @@ int main(int argc, char** argv) {
               "All but the 2-thread base timed interleaved, call by call; that one alone, after.\n"
               "%%FMA: fp32 per CPU-second against the larger 1-core FMA peak of (a); %%dpbf: bf16\n"
               "against the peak of the chosen BF16 path (tdpbf16ps for amx_bf16, else vdpbf16ps). scal32, scal16: 2 threads vs 1, wall clock (only meaningful\n"
-              "on an otherwise idle machine). CPU-second figures ignore time the process was not\n"
+              "on an otherwise idle machine). pkFMA, pk16: the AVX-512 FMA probe and the chosen BF16\n"
+              "path's probe, 1 core, timed interleaved with the row's steps (best call); %%FMAr, %%pk16r:\n"
+              "fp32 and bf16 per CPU-second against them (per core on 2-thread rows).\n"
+              "CPU-second figures ignore time the process was not\n"
               "running (robust to other load), not the caches it shares.\nmachine load (1/5/15 min): %s\n",
               LoadAverage().c_str());
   return 0;
