@@ -17,13 +17,14 @@
 //
 //   OPENBLAS_CORETYPE=SkylakeX build/bench/prefill_cpu_bench [--quick]
 //       [--case N] [--chunk T] [--threads N] [--repeat N] [--no-torch] [--python PATH]
-//       [--block N]
+//       [--block N] [--bf16]
 //
 // Cases: 0 DeepSeek-V4-like (Hq 64, one shared 512-wide MXFP8 KV vector),
 // 1 gpt-oss-like (Hq 64, 8 KV heads of 64, separate K and V, BF16 ring).
 // Sinks off (flex_attention's CPU path returns no LSE, and a sink key column
 // would cost it a whole KV block per query block). FP32 queries (the FP32
-// kernels), scale 1/sqrt(D). GFLOP counts the band: 4 * D * W * Hq per token.
+// kernels), or with --bf16 the same queries rounded to BF16 for every
+// contender (the BF16 path: amx_bf16 on an AMX CPU), scale 1/sqrt(D). GFLOP counts the band: 4 * D * W * Hq per token.
 // Before timing, every contender's output is compared with (a)'s (max abs
 // error); a row whose contenders disagree is not timed and the bench fails.
 #include <sys/wait.h>
@@ -57,7 +58,19 @@ struct PrefillCase {
 constexpr int kWindow = 128, kHistory = 512;
 // Query tokens per band block of (a) and (b) (--block).
 int g_block = 16;
-constexpr double kTolerance = 1e-3;  // max abs error against (a)
+// --bf16: the queries as BF16 (q_dtype BF16; every contender gets the same,
+// BF16-exact, values): the BF16 path (amx_bf16 where the CPU has AMX). Its P
+// is rounded to BF16 (error < 2^-8 max|v|, |v| <= 1 here), hence the wider
+// tolerance.
+bool g_bf16 = false;
+double Tolerance() { return g_bf16 ? 6e-3 : 1e-3; }  // max abs error against (a)
+
+// Nearest-even BF16 bits of a finite float.
+uint16_t Bf16Bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 
 [[noreturn]] void Die(const char* what) {
   std::fprintf(stderr, "%s: %s\n", what, swa_last_error());
@@ -68,6 +81,7 @@ constexpr double kTolerance = 1e-3;  // max abs error against (a)
 struct Chunk {
   int tokens;
   std::vector<float> q, k, v;  // v empty with shared K/V
+  std::vector<uint16_t> q16;   // --bf16: q as BF16 (q holds the same values)
   Chunk(const PrefillCase& c, int t) : tokens(t) {
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> u(-1, 1);
@@ -76,6 +90,14 @@ struct Chunk {
     if (!c.shared_kv) v.resize(k.size());
     for (auto* a : {&q, &k, &v})
       for (float& x : *a) x = u(rng);
+    if (g_bf16) {
+      q16.resize(q.size());
+      for (size_t i = 0; i < q.size(); ++i) {
+        q16[i] = Bf16Bits(q[i]);
+        const uint32_t u32 = uint32_t(q16[i]) << 16;
+        std::memcpy(&q[i], &u32, sizeof u32);
+      }
+    }
   }
 };
 
@@ -109,7 +131,8 @@ struct Fixture {
       Die("setup failed");
     if (swa_slot_alloc(cache, &slot) != SWA_OK) Die("slot");
     swa_step_args_init(&args);
-    args.q = ch.q.data();
+    args.q = g_bf16 ? static_cast<const void*>(ch.q16.data()) : ch.q.data();
+    args.q_dtype = g_bf16 ? SWA_DTYPE_BF16 : SWA_DTYPE_FP32;
     args.k_new = ch.k.data();
     args.v_new = c.shared_kv ? nullptr : ch.v.data();
     args.out = out;
@@ -323,10 +346,11 @@ int main(int argc, char** argv) {
     else if (arg == "--repeat" && v) repeat = std::atoi(argv[++a]);
     else if (arg == "--python" && v) python = argv[++a];
     else if (arg == "--block" && v) g_block = std::atoi(argv[++a]);
+    else if (arg == "--bf16") g_bf16 = true;
     else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--case N] [--chunk T] [--threads N] [--repeat N] "
-                   "[--no-torch] [--python PATH] [--block N]\n",
+                   "[--no-torch] [--python PATH] [--block N] [--bf16]\n",
                    argv[0]);
       return 2;
     }
@@ -345,13 +369,23 @@ int main(int argc, char** argv) {
     peak2 = BestOf(FmaPeakAvx2, reps);
   if (__builtin_cpu_supports("avx512f")) peak512 = BestOf(FmaPeakAvx512, reps);
 #endif
-  const double peak = std::max(peak2, peak512);
-  std::printf("Chunked prefill, swa_step on the CPU backend: W %d, %d-token history, FP32 "
+  double peak = std::max(peak2, peak512);
+  // --bf16: %pk against the BF16 path's own peak (tdpbf16ps or vdpbf16ps),
+  // or the FMA peak where BF16 queries are widened to FP32.
+  const std::string bf16_path = swa::cpu::Bf16AttentionPathName();
+  double peak16 = 0;
+#if defined(__x86_64__)
+  if (g_bf16 && bf16_path == "amx_bf16") peak16 = BestOf(AmxBf16Peak, reps);
+  else if (g_bf16 && bf16_path == "avx512_bf16") peak16 = BestOf(Bf16DotPeakAvx512, reps);
+#endif
+  if (peak16 > 0) peak = peak16;
+  std::printf("Chunked prefill, swa_step on the CPU backend: W %d, %d-token history, %s "
               "queries, no sinks; kernels %s\n",
-              kWindow, kHistory, swa::cpu::AttentionKernelName());
-  std::printf("peak: measured 1-core FMA peak AVX2 %.1f, AVX-512 %.1f GFLOP/s (%%pk uses the "
-              "larger, per thread)\n",
-              peak2, peak512);
+              kWindow, kHistory, g_bf16 ? "BF16" : "FP32",
+              g_bf16 ? bf16_path.c_str() : swa::cpu::AttentionKernelName());
+  std::printf("peak: measured 1-core FMA peak AVX2 %.1f, AVX-512 %.1f GFLOP/s; BF16 path peak "
+              "%.1f (%%pk uses %s, per thread)\n",
+              peak2, peak512, peak16, peak16 > 0 ? "the BF16 path's" : "the larger FMA one");
 #if defined(SWA_BENCH_HAVE_OPENBLAS)
   openblas_set_num_threads(1);
   std::printf("(a) dequantise (our codec) + OpenBLAS %s (\"%s\"), band blocks of %d queries x "
@@ -434,7 +468,7 @@ int main(int argc, char** argv) {
           continue;
         }
         const double e = MaxAbsErr(out, *ref);
-        ok = ok && e <= kTolerance;
+        ok = ok && e <= Tolerance();
         std::snprintf(buf, sizeof buf, " ours %uthr %.1e;", threads[i], e);
         errs += buf;
       }
@@ -462,7 +496,7 @@ int main(int argc, char** argv) {
             continue;
           }
           const double e = MaxAbsErr(check, *ref);
-          ok = ok && e <= kTolerance;
+          ok = ok && e <= Tolerance();
           std::snprintf(buf, sizeof buf, " %s %.1e;", name, e);
           errs += buf;
           torch_on[name] = true;
@@ -556,7 +590,7 @@ int main(int argc, char** argv) {
       "\nGFLOP/s: 4 * D * W * Hq per token (the band), best call, wall clock; the PyTorch columns\n"
       "by the child's own clock around the call. All contenders of a case and chunk (1 and 2\n"
       "threads) timed interleaved, call by call. %%pk: ours per thread against the larger 1-core\n"
-      "FMA peak; %%pkc: ours per CPU-second of the process. us/tok: ours, microseconds per\n"
+      "FMA peak (--bf16: the BF16 path's peak, tdpbf16ps or vdpbf16ps); %%pkc: ours per CPU-second of the process. us/tok: ours, microseconds per\n"
       "token; vs512: against the 512-token chunk on the same threads (1.00x = flat).\n"
       "ours: the whole swa_step (encode the chunk, dequantise history, attend, store); (a) also\n"
       "encodes and decodes; (b), (c) get the dequantised FP32 KV for free.\n");
