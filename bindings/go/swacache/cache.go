@@ -94,8 +94,36 @@ func configToC(cfg *Config, c *C.swa_config_t) (free func()) {
 	c.scale_mode = C.swa_scale_mode_t(cfg.ScaleMode)
 	c.num_threads = C.uint32_t(cfg.NumThreads)
 	c.num_layers = C.uint32_t(len(cfg.Layers))
+	// The secret and the namespace are copied into C memory (the config is
+	// passed to C and must not hold Go pointers); the secret's copy is wiped
+	// before it is freed.
+	var frees []func()
+	if len(cfg.StoreSecret) > 0 {
+		n := len(cfg.StoreSecret)
+		s := C.CBytes(cfg.StoreSecret)
+		c.store_secret = (*C.uint8_t)(s)
+		c.store_secret_len = C.size_t(n)
+		frees = append(frees, func() {
+			b := unsafe.Slice((*byte)(s), n)
+			for i := range b {
+				b[i] = 0
+			}
+			C.free(s)
+		})
+	}
+	if len(cfg.StoreNamespace) > 0 {
+		s := C.CBytes(cfg.StoreNamespace)
+		c.store_namespace = (*C.uint8_t)(s)
+		c.store_namespace_len = C.size_t(len(cfg.StoreNamespace))
+		frees = append(frees, func() { C.free(s) })
+	}
+	freeAll := func() {
+		for _, f := range frees {
+			f()
+		}
+	}
 	if len(cfg.Layers) == 0 {
-		return func() {}
+		return freeAll
 	}
 	// The layers array lives in C memory: the config struct that points to it
 	// is passed to C, and Go memory passed to C must not hold Go pointers.
@@ -106,7 +134,10 @@ func configToC(cfg *Config, c *C.swa_config_t) (free func()) {
 		cfg.Layers[i].toC(&descs[i])
 	}
 	c.layers = p
-	return func() { C.free(unsafe.Pointer(p)) }
+	return func() {
+		C.free(unsafe.Pointer(p))
+		freeAll()
+	}
 }
 
 // ComputeLayout returns the layout a configuration would get, validated

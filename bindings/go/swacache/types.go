@@ -178,6 +178,15 @@ type Config struct {
 	ScaleMode   ScaleMode   // MXFP8 scale rule.
 	NumThreads  uint32      // CPU backend threads; 0 = hardware threads.
 	Layers      []LayerDesc // Layers in model order; the index is the layer id.
+	// StoreSecret turns on authenticated blobs (nil = none; else 16 ... 1024
+	// bytes): every blob carries an HMAC-SHA-256 tag, and a restore refuses one
+	// without a valid tag (ErrDataLoss). It authenticates, it does not encrypt
+	// (docs/store.md, "Threat model"). NewCache copies it.
+	StoreSecret []byte
+	// StoreNamespace is prefixed to every store key of the cache (nil = none;
+	// else 1 ... 256 bytes), so caches with different namespaces never see
+	// each other's blobs in a shared store.
+	StoreNamespace []byte
 }
 
 // DefaultConfig returns the defaults of swa_config_init() (no layers).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 from ctypes import byref, sizeof
 from dataclasses import dataclass, field, fields
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from . import _lib as L
 from ._tensor import as_tensor
@@ -82,6 +82,13 @@ class Config:
     scale_mode: ScaleMode = ScaleMode.CEIL
     num_threads: int = 0
     pool: Any = None
+    #: Store secret for authenticated blobs (16 ... 1024 bytes; ``None`` = none):
+    #: every blob carries an HMAC-SHA-256 tag, and a restore refuses one without a
+    #: valid tag (``DataLossError``). It authenticates, it does not encrypt
+    #: (docs/store.md, "Threat model"). Not shown by ``repr``.
+    store_secret: Optional[bytes] = field(default=None, repr=False)
+    #: Tenant namespace prefixed to every store key (1 ... 256 bytes; ``None`` = none).
+    store_namespace: Optional[bytes] = None
 
     def _to_c(self) -> Tuple[L.Config, Any]:
         c = L.Config()
@@ -105,7 +112,19 @@ class Config:
             t = as_tensor("Config.pool", self.pool, writable=True)
             c.pool = t.ptr
             c.pool_bytes = t.numel * t.itemsize
-        return c, arr
+        keep = [arr]
+        for name in ("store_secret", "store_namespace"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(f"Config.{name}: expected bytes, got "
+                                           f"{type(value).__name__}")
+            buf = ctypes.create_string_buffer(bytes(value), len(value))
+            keep.append(buf)  # borrowed by swa_cache_create only; the library copies it
+            setattr(c, name, ctypes.cast(buf, ctypes.c_void_p) if len(value) else None)
+            setattr(c, name + "_len", len(value))
+        return c, keep
 
 
 @dataclass(frozen=True)
