@@ -51,6 +51,9 @@ class CudaBackend final : public Backend {
   absl::Status RunStep(const StepWork& work, PreparedPlan& prepared, StepResult* result) override;
   absl::Status Project(const ProjectWork& work) override;
   absl::Status Merge(const MergeWork& work) override;
+  // swa_compress_step on the device (cuda_compress.cc): the windows, store
+  // segments and RoPE frequencies go up in one stream-ordered scratch buffer.
+  absl::Status CompressStep(const CompressWork& work) override;
   // graph_executor.cc
   absl::StatusOr<std::unique_ptr<GraphExecutor>> MakeGraph(const GraphSetup& setup) override;
   // Non-finite blocks of finished host-planned steps not yet harvested by a
