@@ -63,8 +63,14 @@ def rope_gptj_tail(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tor
 class DeepseekV4Adapter:
     """DeepSeek-V4: every layer's sliding window in libswacache (shared K=V vector, GPT-J
     RoPE on the trailing rotary slice with output de-rotation, sinks, and the step's LSE);
-    CSA/HCA layers add the compressed-key attention, computed by the engine and merged
-    through the LSE with swa_attention_merge."""
+    CSA/HCA layers add the compressed-key attention, merged through the LSE with
+    swa_attention_merge. The compressors' state is in libswacache too: each compressed
+    layer declares its typed compressor (and CSA its Lightning Indexer's), and every step
+    hands the library the new tokens' projected kv and gate rows (swa_compress_step),
+    which keeps the open windows' rows in the slot's compressor ring, rewinds them with
+    the window ring, and returns the entries of the windows that close. The entries are
+    the engine's long-range KV: one list per request and compressor, overwritten from
+    entry q_start // c on (a window that a rejected draft closed closes again)."""
 
     name = "DeepSeek-V4"
 
@@ -73,13 +79,30 @@ class DeepseekV4Adapter:
         cfg = model.config
         self.n_layers = cfg.num_hidden_layers
         self.rd = cfg.qk_rope_head_dim
+        self.rates = {li: layer.self_attn.compressor.compress_rate
+                      for li, layer in enumerate(model.model.layers)
+                      if layer.self_attn.compressor is not None}
+        self.library_persists = False  # set by setup()
+        self._saved_rings: dict = {}  # rid -> compressor rows, without library persistence
 
     def layer_descs(self, kv_format: sc.Format) -> List[sc.Layer]:
-        # Every layer (sliding, CSA and HCA) keeps its window part in the cache;
-        # the model's own config, through transformers' rules (docs/models.md).
-        hf = sc.hf.layer_descs(self.model.config, kv_format=kv_format)
+        # Every layer (sliding, CSA and HCA) keeps its window part in the cache, and the
+        # CSA/HCA layers their compressors; the model's own config, through
+        # transformers' rules (docs/models.md).
+        hf = sc.hf.layer_descs(self.model.config, kv_format=kv_format, compressors=True)
         assert hf.window == W and hf.model_layers == list(range(self.n_layers))
         return hf.layers
+
+    def setup(self, cache: sc.Cache) -> None:
+        """Saves carry the compressor rings (swa_cache_set_save_compression): a preempted
+        request's compressor state leaves with its window ring and comes back with it."""
+        try:
+            cache.set_save_compression(True)
+            self.library_persists = True
+        except sc.UnimplementedError:
+            # A library without the blob's compression section: the adapter keeps the
+            # slot's compressor rows itself across the preemption (preempt / resume).
+            self.library_persists = False
 
     def forward(self, eng: Engine, batch) -> torch.Tensor:
         model = self.model
@@ -99,8 +122,10 @@ class DeepseekV4Adapter:
             q = attn.q_b_norm(attn.q_b_proj(q_res).view(1, T, hq, d))[0]  # before RoPE
             kv = attn.kv_norm(attn.kv_proj(x)).view(T, 1, d)  # the shared K=V, before RoPE
             off = 0
-            for r, start, toks in batch:  # K/V inputs, for the prefix cache
+            for r, start, toks in batch:  # K/V (and compressor) inputs, for the prefix cache
                 history(r, f"swa_k{li}", start, kv[off:off + len(toks)])
+                if attn.compressor is not None:
+                    history(r, f"x{li}", start, x[0, off:off + len(toks)])
                 off += len(toks)
             sinks = attn.sinks.detach().contiguous()
             if attn.compressor is None:  # sliding-only: the step is the whole attention
@@ -108,7 +133,8 @@ class DeepseekV4Adapter:
             else:
                 o_w, l_w = eng.plan.step(li, q.contiguous(), kv.contiguous(), sinks=sinks,
                                          lse=True)
-                o_c, l_c = self._compressed_attention(batch, li, attn, x[0], q_res[0], q,
+                self._compress(eng, batch, li, attn.compressor, x[0])
+                o_c, l_c = self._compressed_attention(batch, li, attn, x[0], q_res[0], q, pos,
                                                       cos_c[0], sin_c[0])
                 out = eng.cache.attention_merge(o_w, l_w, o_c, l_c)
             grouped = out.reshape(1, T, cfg.o_groups, -1)
@@ -119,29 +145,66 @@ class DeepseekV4Adapter:
             hs = post.unsqueeze(-1) * mo.unsqueeze(-2) + torch.matmul(comb.transpose(-1, -2), hs)
         return model.lm_head(m.norm(m.hc_head(hs)))[0]
 
-    def _compressed_attention(self, batch, li, attn, x, q_res, q, cos, sin):
-        """Attention of the new queries over the visible (and, for CSA, indexer-selected)
+    @staticmethod
+    def _compressors(comp):
+        """(compressor index, module) of a layer's compressors: the CSA/HCA compressor,
+        and the CSA layer's Lightning Indexer (the same structure, its own widths)."""
+        mods = [(0, comp)]
+        if getattr(comp, "indexer", None) is not None:
+            mods.append((1, comp.indexer))
+        return mods
+
+    def _compress(self, eng: Engine, batch, li: int, comp, x: torch.Tensor,
+                  record: bool = True) -> None:
+        """swa_compress_step of the layer's compressors over the step's new tokens: the
+        library stores their kv/gate rows in the slot's compressor ring and returns the
+        entries of the windows that close (written into the request's entry lists at
+        their absolute index w, dropping entries >= q_start // c, which rejected drafts
+        may have closed). record=False (replay): only the ring is wanted."""
+        c = self.rates[li]
+        wins = eng.plan.compress_windows(li)
+        for k, mod in self._compressors(comp):
+            rows_kv = mod.kv_proj(x).contiguous()  # [T, S]: S = head_dim (HCA), 2 x (CSA)
+            rows_gate = mod.gate_proj(x).contiguous()
+            ent = eng.plan.compress_step(li, rows_kv, rows_gate,
+                                         mod.position_bias.detach().contiguous(),
+                                         mod.kv_norm.weight.detach().contiguous(),
+                                         compressor=k, norm_eps=mod.kv_norm.variance_epsilon)
+            if not record:
+                continue
+            name = f"ce{li}" if k == 0 else f"ie{li}"
+            for i, (r, start, _toks) in enumerate(batch):
+                rows = [j for j in range(len(wins)) if int(wins[j]["seq"]) == i]
+                keep = start // c
+                assert all(int(wins[j]["entry"]) == keep + n for n, j in enumerate(rows))
+                old = r.state.get(name, ent.new_zeros((0, ent.shape[1])))
+                r.state[name] = torch.cat([old[:keep], ent[rows]])
+
+    def _compressed_attention(self, batch, li, attn, x, q_res, q, pos, cos, sin):
+        """Attention of the new queries over their visible (and, for CSA, indexer-selected)
         compressed entries, without the sink: o_c [T, Hq, D] de-rotated, l_c [T, Hq].
-        The compressor runs over the request's whole history of layer inputs (the engine's
-        plain state): it emits an entry per complete window, so recomputing it gives the
-        same entries as HF's incremental compressor state, and rewinds need no undo."""
+        Query t sees entry w when its window closed at or before t (w < (t + 1) // c);
+        a CSA query also needs the Lightning Indexer to pick it (top-k of its scores over
+        the indexer's entries, which the library computed alongside)."""
+        comp, c = attn.compressor, self.rates[li]
         o_all, l_all, off = [], [], 0
         for r, start, toks in batch:
             n = len(toks)
-            X = history(r, f"x{li}", start, x[off:off + n])
-            QR = history(r, f"qr{li}", start, q_res[off:off + n])
-            S = X.shape[0]
-            ckv, bias = attn.compressor(X[None], QR[None], torch.arange(S)[None], None, li)
-            ckv = ckv[0, 0]  # [E, D], rotated with the compress table at w * ratio
+            ckv = r.state[f"ce{li}"]  # [E, D], rotated with the compress table at w * c
+            E = ckv.shape[0]
             qr = rope_gptj_tail(q[off:off + n], cos[off:off + n], sin[off:off + n])
-            if ckv.shape[0] == 0:
+            if E == 0:
                 o_all.append(torch.zeros(n, q.shape[1], q.shape[2]))
                 l_all.append(torch.full((n, q.shape[1]), float("-inf")))
                 off += n
                 continue
+            qpos = pos[off:off + n]
+            visible = torch.arange(E)[None, :] < ((qpos + 1) // c)[:, None]  # [n, E]
+            if getattr(comp, "indexer", None) is not None:
+                visible &= self._indexer_pick(comp.indexer, r.state[f"ie{li}"],
+                                              x[off:off + n], q_res[off:off + n], qpos, c)
             s = torch.einsum("nhd,ed->nhe", qr, ckv) * attn.scaling
-            if bias is not None:  # visibility (and CSA's top-k selection) of each row
-                s = s + bias[0, 0, start:start + n][:, None, :]
+            s = s.masked_fill(~visible[:, None, :], float("-inf"))
             l_c = torch.logsumexp(s, dim=-1)  # -inf where no entry is visible
             p = torch.exp(s - l_c[..., None]).nan_to_num(0.0)
             o = torch.einsum("nhe,ed->nhd", p, ckv)
@@ -150,13 +213,61 @@ class DeepseekV4Adapter:
             off += n
         return torch.cat(o_all).contiguous(), torch.cat(l_all).contiguous()
 
+    @staticmethod
+    def _indexer_pick(idx, ie, x, q_res, qpos, c) -> torch.Tensor:
+        """The Lightning Indexer's choice [n, E] for n queries at qpos over the indexer
+        entries ie [E, index_head_dim]: transformers' DeepseekV4Indexer scoring (its
+        queries rotated at their positions, ReLU scores weighted per head), causal
+        masking and top-k, with its -1 picks dropped."""
+        from transformers.models.deepseek_v4.modeling_deepseek_v4 import apply_rotary_pos_emb
+
+        n, E = x.shape[0], ie.shape[0]
+        cos_q, sin_q = idx.rotary_emb(x[None], position_ids=qpos[None], layer_type="compress")
+        qi = idx.q_b_proj(q_res[None]).view(1, n, -1, idx.head_dim).transpose(1, 2)
+        qi = apply_rotary_pos_emb(qi, cos_q, sin_q).transpose(1, 2)
+        scores = idx.scorer(qi, ie[None], x[None])[0]  # [n, E]
+        threshold = (qpos + 1) // c
+        future = torch.arange(E)[None, :] >= threshold[:, None]
+        top = scores.masked_fill(future, float("-inf")).topk(min(idx.index_topk, E), dim=-1)
+        picked = torch.zeros(n, E + 1, dtype=torch.bool)  # column E takes the -1 picks
+        ok = top.indices < threshold[:, None]
+        picked.scatter_(1, torch.where(ok, top.indices, E), True)
+        return picked[:, :E]
+
+    # ---- preemption without the library's compression section (older library)
+    def preempt(self, eng: Engine, r) -> None:
+        if self.library_persists:
+            return
+        self._saved_rings[r.rid] = [eng.cache.compress_ring(li, k)[int(r.slot)].copy()
+                             for li in self.rates
+                             for k, _ in self._compressors(self.model.model.layers[li]
+                                                           .self_attn.compressor)]
+
+    def resume(self, eng: Engine, r) -> None:
+        if self.library_persists:
+            return
+        rings = iter(self._saved_rings.pop(r.rid))
+        for li in self.rates:
+            for k, _ in self._compressors(self.model.model.layers[li].self_attn.compressor):
+                eng.cache.compress_ring(li, k)[int(r.slot)] = next(rings)
+
     def replay(self, eng: Engine, entry, start: int, h: int) -> None:
+        """Bounded replay after a prefix-cache hit: positions start ... h - 1 go through
+        every window ring and compressor ring again (the compressed entries of the first h
+        tokens come from the prefix cache; the replay's own entries are not kept)."""
         cfg = self.model.config
         for li in range(self.n_layers):
             k = entry[f"swa_k{li}"][start:h]
             q = torch.zeros(h - start, cfg.num_attention_heads, cfg.head_dim)
-            eng.plan.step(li, q, k.contiguous(),
-                          sinks=self.model.model.layers[li].self_attn.sinks.detach().contiguous())
+            attn = self.model.model.layers[li].self_attn
+            eng.plan.step(li, q, k.contiguous(), sinks=attn.sinks.detach().contiguous())
+            if attn.compressor is not None:
+                c = self.rates[li]
+                first = (h // c - (1 if getattr(attn.compressor, "indexer", None) else 0)) * c
+                assert start <= max(first, 0), "the replay must cover the open windows' rows"
+                x = entry[f"x{li}"][start:h]
+                self._compress(eng, [(None, start, [0] * (h - start))], li, attn.compressor,
+                               x, record=False)
 
 
 def tiny_deepseek_v4_512():

@@ -99,6 +99,8 @@ class Engine:
         self.cache = sc.Cache(window=self.cfg.sliding_window, draft_tokens=N_DRAFT, max_slots=4,
                               num_threads=1, layers=adapter.layer_descs(kv_format))
         self.cache.set_store(sc.DirectoryStore(store_dir, sync=False))
+        if hasattr(adapter, "setup"):
+            adapter.setup(self.cache)
         self.plan = self.cache.plan()
         self.rng = random.Random(seed)
         self.prefix_cache: Dict[tuple, Dict[str, torch.Tensor]] = {}
@@ -151,6 +153,8 @@ class Engine:
 
     def preempt(self, r: Request) -> None:
         self.cache.save(r.slot, r.rid)  # the ring goes to the directory store
+        if hasattr(self.adapter, "preempt"):
+            self.adapter.preempt(self, r)
         old = r.slot
         self.cache.free(r.slot)
         r.slot, r.preempted = None, True
@@ -159,6 +163,8 @@ class Engine:
     def resume(self, r: Request) -> None:
         r.slot = self.cache.alloc()
         self.cache.restore(r.slot, r.rid)
+        if hasattr(self.adapter, "resume"):
+            self.adapter.resume(self, r)
         assert self.cache.slot_info(r.slot).written_end >= r.n_done  # drafts may sit above
         self.log.append(f"{r.rid}: resumed into slot {int(r.slot)}")
 
