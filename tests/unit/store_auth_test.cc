@@ -19,6 +19,7 @@
 #include "store/blob_auth.h"
 #include "store/blob_store.h"
 #include "store/memory_store.h"
+#include "store/tiered_store.h"
 #include "unit/store_test_util.h"
 
 namespace swa {
@@ -247,6 +248,34 @@ TEST_F(StoreAuthTest, TaggedWithoutSecretAndUntaggedWithSecretAreRefused) {
   // Control: the plain cache reads its own blob.
   ASSERT_TRUE(Save(*plain, 0, "seq").ok());
   EXPECT_TRUE(Restore(*plain, 1, "seq").ok());
+}
+
+// Through a tiered store: a blob altered in the slow tier is refused with the
+// slot unchanged, though the tiered get has already promoted the bytes into
+// the fast tier (the tag is checked by the cache, after the store's get).
+TEST_F(StoreAuthTest, TieredStoreRestoresAreVerifiedBeforeTheSlot) {
+  auto fast = std::make_shared<MemoryStore>(64 << 20);
+  auto slow = std::make_shared<MemoryStore>(64 << 20);
+  std::vector<std::unique_ptr<KvStore>> tiers;
+  tiers.push_back(std::make_unique<SharedStore>(fast));
+  tiers.push_back(std::make_unique<SharedStore>(slow));
+  absl::StatusOr<std::unique_ptr<TieredStore>> tiered = TieredStore::Create(std::move(tiers));
+  ASSERT_TRUE(tiered.ok()) << tiered.status();
+  tagged_->SetStore(std::make_shared<BlobStore>(std::move(*tiered), tagged_->layout().fingerprint(),
+                                                tagged_->store_security()));
+  ASSERT_TRUE(Save(*tagged_, slots_[0], "seq").ok());
+  std::vector<uint8_t> b = GetRaw(*slow, full_key_);
+  ASSERT_EQ(b, blob_);
+  b[kBlobHeaderBytes + 5] ^= 0x40;  // a payload bit, in the slow tier only
+  PutRaw(*slow, full_key_, b);
+  ASSERT_TRUE(fast->Remove(full_key_).ok());
+  ExpectRefused(*tagged_, "altered in the slow tier");
+  EXPECT_EQ(GetRaw(*fast, full_key_), b);  // promoted, and refused again from there
+  ExpectRefused(*tagged_, "altered, promoted into the fast tier");
+  // Control: the sound blob back in the slow tier only restores.
+  PutRaw(*slow, full_key_, blob_);
+  ASSERT_TRUE(fast->Remove(full_key_).ok());
+  EXPECT_TRUE(Restore(*tagged_, 1, "seq").ok());
 }
 
 TEST_F(StoreAuthTest, SecretLengthIsChecked) {
