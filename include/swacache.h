@@ -1153,8 +1153,11 @@ SWA_API swa_status_t swa_compress_step(swa_cache_t* cache, swa_plan_t* plan,
  *  gets a compression section (blob format version 4, flag bit 1) holding the
  *  compressor rings (main and indexer) of every stored layer with a typed
  *  compressor, and a restore of such a blob writes them back, so the sequence
- *  continues exactly. A restore of a blob without the section leaves the
- *  compression rings as they are. Off by default (blobs as before).
+ *  continues exactly. A restore needs the saver's setting: a blob without the
+ *  section read by a cache with the setting on (or the reverse) is refused
+ *  (SWA_FAILED_PRECONDITION or SWA_DATA_LOSS naming the sizes), slot unchanged.
+ *  Caches without typed compressors on stored layers save as before whatever
+ *  the setting. Off by default (blobs as before, format version 3).
  *  swa_slot_save_at() at a position whose compressor rows the rings no longer
  *  hold fails with SWA_OUT_OF_RANGE naming the layer.
  *  \param[in] cache The cache.
@@ -1795,8 +1798,8 @@ SWA_API swa_status_t swa_slot_save_at(swa_cache_t* cache, uint32_t slot, int32_t
  *  a staging buffer and verified in full (magic, version, fingerprint, key,
  *  sizes, checksum) before the slot's stored region, written_end and valid_start
  *  are overwritten. Dropped layers are left as they are; the compression state
- *  too, unless the blob carries a compression section
- *  (swa_cache_set_save_compression()), which is then written back.
+ *  too, unless the cache saves it (swa_cache_set_save_compression()): the
+ *  blob's compression section is then written back.
  *  \see \ref md_docs_store "docs/store.md".
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.

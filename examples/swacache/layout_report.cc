@@ -45,14 +45,29 @@ void PrintLayoutReport(const swa_cache_t* cache) {
       if (pass < 2 && static_cast<int>(ll.role) != pass) continue;
       if (pass == 2 && ll.compress_len == 0) continue;
       if (pass < 2) bytes_per_token_all += ll.bytes_per_token;
+      // Typed compressors: "hca"/"csa" rings of L source rows (B/row), then the
+      // CSA indexer's ring ("index").
+      const char* region = pass < 2                                   ? "ring"
+                           : ll.compress_kind == SWA_COMPRESS_HCA ? "hca"
+                           : ll.compress_kind == SWA_COMPRESS_CSA ? "csa"
+                                                                  : "compress";
       std::printf("%-6u %-8s %-6s %-8s %12llu %12llu %10u\n", i,
                   ll.role == SWA_LAYER_STORED ? "stored" : "dropped", FormatName(ll.kv_format),
-                  pass < 2 ? "ring" : "compress",
+                  region,
                   static_cast<unsigned long long>(pass < 2 ? ll.ring_offset : ll.compress_offset),
                   static_cast<unsigned long long>(pass < 2 ? ll.ring_bytes : ll.compress_bytes),
                   pass < 2 ? ll.bytes_per_token : ll.compress_entry_bytes);
+      if (pass == 2 && ll.index_row_bytes != 0)
+        std::printf("%-6u %-8s %-6s %-8s %12llu %12llu %10u\n", i,
+                    ll.role == SWA_LAYER_STORED ? "stored" : "dropped", FormatName(ll.kv_format),
+                    "index", static_cast<unsigned long long>(ll.index_offset),
+                    static_cast<unsigned long long>(ll.index_bytes), ll.index_row_bytes);
     }
   }
+  if (lay.compress_bytes != 0)
+    std::printf("\ncompression regions: %s per slot (%s of typed compressor rings saved with "
+                "swa_cache_set_save_compression)\n",
+                Bytes(lay.compress_bytes).c_str(), Bytes(lay.compress_saved_bytes).c_str());
   std::printf("\nper sequence: slot %s (stored, persisted: %s), pool %s for %u slots\n",
               Bytes(lay.slot_bytes).c_str(), Bytes(lay.stored_bytes).c_str(),
               Bytes(lay.pool_bytes).c_str(), lay.max_slots);

@@ -18,7 +18,7 @@
 #include "presets.h"
 #include "swacache.h"
 
-ABSL_FLAG(std::string, preset, "deepseek-v4", "model preset: deepseek-v4 or gpt-oss");
+ABSL_FLAG(std::string, preset, "deepseek-v4", "model preset: deepseek-v4, deepseek-v4-flash (compressor state in the slot) or gpt-oss");
 ABSL_FLAG(uint32_t, slots, 4, "state slots in the pool");
 ABSL_FLAG(uint32_t, layers, 2, "layers of the preset to run (stored and dropped)");
 ABSL_FLAG(uint32_t, sequences, 3, "concurrent sequences");

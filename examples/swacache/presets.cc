@@ -2,7 +2,7 @@
 
 namespace swacache_cli {
 
-std::vector<std::string> PresetNames() { return {"deepseek-v4", "gpt-oss"}; }
+std::vector<std::string> PresetNames() { return {"deepseek-v4", "deepseek-v4-flash", "gpt-oss"}; }
 
 bool MakePreset(const std::string& name, uint32_t max_slots, Preset* out) {
   out->name = name;
@@ -23,6 +23,28 @@ bool MakePreset(const std::string& name, uint32_t max_slots, Preset* out) {
       if (l.role == SWA_LAYER_STORED) {
         l.compress_ratio = 4;              // compressed-attention state, ratio 4
         l.compress_entry_bytes = 2 * 512 * 4;  // FP32 KV + gate partial sums
+      }
+      out->layers.push_back(l);
+    }
+  } else if (name == "deepseek-v4-flash") {
+    out->description =
+        "DeepSeek-V4-Flash-like with the compressor state in the slot: W 128, 5 draft tokens, "
+        "43 stored MXFP8 layers (0, 1 sliding; even 2..42 CSA rate 4 with the 128-wide indexer; "
+        "odd 3..41 HCA rate 128; FP32 source rows) + the MTP layer dropped";
+    out->config.window = 128;
+    out->config.draft_tokens = 5;
+    for (int i = 0; i < 44; ++i) {
+      swa_layer_desc_t l;
+      swa_layer_desc_init(&l);
+      l.role = i < 43 ? SWA_LAYER_STORED : SWA_LAYER_DROPPED;
+      l.has_sinks = 1;
+      if (i >= 2 && i < 43) {
+        l.compress_kind = i % 2 == 0 ? SWA_COMPRESS_CSA : SWA_COMPRESS_HCA;
+        l.compress_ratio = i % 2 == 0 ? 4 : 128;
+        l.compress_head_dim = 512;
+        l.compress_rope_dims = 64;
+        l.rope_theta = 160000.0f;
+        l.index_head_dim = i % 2 == 0 ? 128 : 0;
       }
       out->layers.push_back(l);
     }

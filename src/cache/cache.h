@@ -64,7 +64,14 @@ class Cache {
   // The namespace and secret every store attached to this cache gets.
   const BlobStoreSecurity& store_security() const { return store_security_; }
   // What cache/slot_io.h needs to save or restore one of this cache's slots.
-  SlotIo slot_io() { return SlotIo{&layout_, &slots_, backend_.get(), pool_, &store_staging_}; }
+  SlotIo slot_io() {
+    SlotIo io{&layout_, &slots_, backend_.get(), pool_, &store_staging_};
+    io.compression = save_compression_.load(std::memory_order_relaxed) &&
+                     layout_.compress_saved_bytes() > 0;
+    return io;
+  }
+  // swa_cache_set_save_compression: blobs carry the compression section.
+  void set_save_compression(bool on) { save_compression_.store(on, std::memory_order_relaxed); }
   // ---- end of the external KV store block ------------------------------------
 
  private:
@@ -82,6 +89,7 @@ class Cache {
   mutable absl::Mutex store_mu_;
   std::shared_ptr<BlobStore> store_ ABSL_GUARDED_BY(store_mu_);
   StagingPool store_staging_;
+  std::atomic<bool> save_compression_{false};
   BlobStoreSecurity store_security_;
   // ---- end of the external KV store block ------------------------------------
 };

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
+#include "common/compress_math.h"
 #include "common/rewind_rule.h"
 #include "common/status_macros.h"
 #include "store/blob.h"
@@ -15,6 +17,86 @@ namespace swa {
 
 namespace {
 
+// The compression section's pieces: (offset in the slot, bytes), the typed
+// compressor rings of the stored layers in layer order, main then indexer.
+struct Piece {
+  uint64_t offset;
+  uint64_t bytes;
+};
+
+std::vector<Piece> CompressionPieces(const Layout& layout) {
+  std::vector<Piece> pieces;
+  for (uint32_t i = 0; i < layout.num_layers(); ++i) {
+    const LayerLayout& l = layout.layer(i);
+    if (!l.typed_compressor() || l.role != Role::kStored) continue;
+    pieces.push_back({l.compress_offset, uint64_t{l.compress_len} * l.compress_entry_bytes});
+    if (l.index_row_bytes != 0)
+      pieces.push_back({l.index_offset, uint64_t{l.compress_len} * l.index_row_bytes});
+  }
+  return pieces;
+}
+
+// Copies between a slot and a host payload of stored bytes + section.
+absl::Status GatherPayload(const SlotIo& io, uint32_t slot, uint8_t* dst) {
+  const uint8_t* base = io.slot_base(slot);
+  const uint64_t stored = io.layout->stored_bytes();
+  const bool host = io.backend->HostAddressable();
+  auto copy = [&](uint8_t* d, const uint8_t* s, uint64_t n) -> absl::Status {
+    if (host) {
+      std::memcpy(d, s, n);
+      return absl::OkStatus();
+    }
+    return io.backend->CopyToHost(d, s, n);
+  };
+  SWA_RETURN_IF_ERROR(copy(dst, base, stored));
+  uint64_t at = stored;
+  for (const Piece& p : CompressionPieces(*io.layout)) {
+    SWA_RETURN_IF_ERROR(copy(dst + at, base + p.offset, p.bytes));
+    at += p.bytes;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ScatterPayload(const SlotIo& io, uint32_t slot, const uint8_t* src) {
+  uint8_t* base = io.slot_base(slot);
+  const uint64_t stored = io.layout->stored_bytes();
+  const bool host = io.backend->HostAddressable();
+  auto copy = [&](uint8_t* d, const uint8_t* s, uint64_t n) -> absl::Status {
+    if (host) {
+      StreamCopy(d, s, n);
+      return absl::OkStatus();
+    }
+    return io.backend->CopyFromHost(d, s, n);
+  };
+  SWA_RETURN_IF_ERROR(copy(base, src, stored));
+  uint64_t at = stored;
+  for (const Piece& p : CompressionPieces(*io.layout)) {
+    SWA_RETURN_IF_ERROR(copy(base + p.offset, src + at, p.bytes));
+    at += p.bytes;
+  }
+  return absl::OkStatus();
+}
+
+// A checkpoint at `position` with the compression section: every typed ring
+// of a stored layer must still hold the rows a step at `position` reads.
+absl::Status CheckCompressCheckpoint(const Layout& layout, const SlotState& state, uint32_t slot,
+                                     int32_t position) {
+  const int32_t high = plan::RingContentEnd(state.written_end, state.ring_high);
+  for (uint32_t i = 0; i < layout.num_layers(); ++i) {
+    const LayerLayout& l = layout.layer(i);
+    if (!l.typed_compressor() || l.role != Role::kStored) continue;
+    const CompressGeometry g = l.compress_geometry();
+    if (!CompressRewindOk(g, position, state.valid_start, high))
+      return absl::OutOfRangeError(absl::StrFormat(
+          "checkpoint position %d of slot %u: the compressor ring of layer %u (%d rows) no "
+          "longer holds position %d, which the window open at %d starts with (highest written "
+          "%d); save the compression state at most N + 1 positions behind written_end",
+          position, slot, i, g.ring_len, CompressOldestNeeded(g, position, state.valid_start),
+          position, high));
+  }
+  return absl::OkStatus();
+}
+
 // nullopt: save the slot as it is; a value: a checkpoint at that position.
 absl::Status SaveSlotImpl(const SlotIo& io, BlobStore& store, uint32_t slot,
                           std::optional<int32_t> position, std::string_view key) {
@@ -22,6 +104,11 @@ absl::Status SaveSlotImpl(const SlotIo& io, BlobStore& store, uint32_t slot,
   BlobHeader header;
   header.fingerprint = io.layout->fingerprint();
   header.payload_bytes = io.layout->stored_bytes();
+  if (io.compression) {
+    header.version = kBlobCompressionVersion;
+    header.flags = kBlobFlagCompression;
+    header.payload_bytes += io.layout->compress_saved_bytes();
+  }
   // Busy from here: the slot cannot be freed, reset or written by a restore
   // while its bytes are read.
   SWA_ASSIGN_OR_RETURN(SlotState state, io.slots->BeginRead(slot));
@@ -45,12 +132,20 @@ absl::Status SaveSlotImpl(const SlotIo& io, BlobStore& store, uint32_t slot,
           *position, slot, range.lo, range.hi, state.written_end, state.valid_start,
           state.ring_high, io.layout->window(), io.layout->ring_len()));
     }
+    if (io.compression)
+      SWA_RETURN_IF_ERROR(CheckCompressCheckpoint(*io.layout, state, slot, *position));
     // Positions position ... written_end - 1 stay in the rings like rejected
     // drafts: ring_high keeps them from being counted on after a restore.
     header.ring_high = std::max(state.written_end, state.ring_high);
     header.written_end = *position;
   }
   // The stored region is bytes [0, stored_bytes) of the slot.
+  if (io.compression) {  // stored bytes and the section, gathered into one payload
+    StagingPool::Lease staging = io.staging->Acquire(header.payload_bytes);
+    SWA_RETURN_IF_ERROR(GatherPayload(io, slot, staging.data()));
+    std::move(end_read).Invoke();
+    return store.WriteBlob(key, header, staging.data());
+  }
   if (io.backend->HostAddressable()) return store.WriteBlob(key, header, io.slot_base(slot));
   StagingPool::Lease staging = io.staging->Acquire(header.payload_bytes);
   SWA_RETURN_IF_ERROR(
@@ -90,7 +185,11 @@ absl::Status RestoreSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std:
   // Fails before any store I/O; the generation tells, after the get, whether
   // the slot still belongs to the caller.
   SWA_ASSIGN_OR_RETURN(const uint32_t generation, io.slots->Generation(slot));
-  const BlobExpectation expect{io.layout->fingerprint(), io.layout->stored_bytes()};
+  BlobExpectation expect{io.layout->fingerprint(), io.layout->stored_bytes()};
+  if (io.compression) {
+    expect.payload_bytes += io.layout->compress_saved_bytes();
+    expect.compression = true;
+  }
   StagingPool::Lease staging = io.staging->Acquire(store.BlobBytes(expect.payload_bytes));
   uint8_t* header = staging.data();
   uint8_t* payload = header + kBlobHeaderBytes;
@@ -104,7 +203,9 @@ absl::Status RestoreSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std:
   // slot touched, marked busy and outside the lock.
   SWA_RETURN_IF_ERROR(io.slots->BeginWrite(slot, generation));
   absl::Status copied;
-  if (io.backend->HostAddressable())
+  if (io.compression)
+    copied = ScatterPayload(io, slot, payload);
+  else if (io.backend->HostAddressable())
     StreamCopy(io.slot_base(slot), payload, expect.payload_bytes);  // no read-for-ownership
   else
     copied = io.backend->CopyFromHost(io.slot_base(slot), payload, expect.payload_bytes);

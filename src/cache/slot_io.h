@@ -23,6 +23,10 @@ struct SlotIo {
   Backend* backend = nullptr;
   uint8_t* pool = nullptr;  // the slot pool (backend memory)
   StagingPool* staging = nullptr;
+  // Blobs carry the compression section (the typed compressor rings of the
+  // stored layers after the stored region; docs/store.md, "Compression
+  // section"): swa_cache_set_save_compression, and the layout has such rings.
+  bool compression = false;
 
   uint8_t* slot_base(uint32_t slot) const { return pool + layout->SlotOffset(slot); }
 };

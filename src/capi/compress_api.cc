@@ -144,9 +144,7 @@ SWA_API swa_status_t swa_cache_set_save_compression(swa_cache_t* cache, uint32_t
     SWA_RETURN_IF_ERROR(swa::capi::CheckCache(cache));
     if (enable > 1)
       return absl::InvalidArgumentError(absl::StrFormat("enable = %u must be 0 or 1", enable));
-    if (enable == 1)
-      return absl::UnimplementedError(
-          "swa_cache_set_save_compression: the blob's compression section is not implemented yet");
+    cache->impl->set_save_compression(enable == 1);
     return absl::OkStatus();
   });
 }

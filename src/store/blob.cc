@@ -67,10 +67,10 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
         "blob format version is 1, this library reads version %u only: version 1 blobs do not "
         "record their key, so they cannot be verified; save the slot again",
         kBlobVersion));
-  if (h.version < kBlobOldestReadVersion || h.version > kBlobVersion)
+  if (h.version < kBlobOldestReadVersion || h.version > kBlobNewestReadVersion)
     return absl::FailedPreconditionError(absl::StrFormat(
         "blob format version is %u, this library reads versions %u ... %u", h.version,
-        kBlobOldestReadVersion, kBlobVersion));
+        kBlobOldestReadVersion, kBlobNewestReadVersion));
   const uint16_t header_bytes = GetLe<uint16_t>(hdr + 6);
   if (header_bytes != kBlobHeaderBytes)
     return absl::DataLossError(absl::StrFormat(
@@ -95,11 +95,13 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
     return absl::DataLossError(absl::StrFormat(
         "blob checksum mismatch: header says 0x%08x, the %u bytes give 0x%08x (corrupt)",
         h.checksum, kBlobHeaderBytes + payload_len, computed));
-  if ((h.flags & ~kBlobFlagTagged) != 0)
+  const uint32_t known =
+      kBlobFlagTagged | (h.version >= kBlobCompressionVersion ? kBlobFlagCompression : 0);
+  if ((h.flags & ~known) != 0)
     return absl::FailedPreconditionError(absl::StrFormat(
-        "blob flags are 0x%08x, this library knows 0x%08x only: written by an incompatible "
-        "writer",
-        h.flags, kBlobFlagTagged));
+        "blob flags are 0x%08x, this library knows 0x%08x only in a version %u blob: written by "
+        "an incompatible writer",
+        h.flags, known, h.version));
   for (size_t i = reserved_from; i < kBlobChecksumOffset; ++i)
     if (hdr[i] != 0)
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -109,6 +111,12 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
     return absl::FailedPreconditionError(absl::StrFormat(
         "blob was written for layout fingerprint 0x%016x, this cache's layout is 0x%016x",
         h.fingerprint, expect.fingerprint));
+  if (((h.flags & kBlobFlagCompression) != 0) != expect.compression)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "blob %s the compression section and this cache %s it "
+        "(swa_cache_set_save_compression must match the saver's)",
+        (h.flags & kBlobFlagCompression) != 0 ? "carries" : "lacks",
+        expect.compression ? "expects" : "does not expect"));
   if (h.payload_bytes != expect.payload_bytes)
     return absl::FailedPreconditionError(absl::StrFormat(
         "blob payload is %u bytes, this cache stores %u bytes per slot", h.payload_bytes,

@@ -9,7 +9,9 @@
 //  32  i32 ring_high (highest position + 1 ever stored in the rings)
 //  36  u64 key hash (BlobKeyHash of the engine key the blob was saved under)
 //  44  u32 flags (version 3; bit 0 kBlobFlagTagged: a 32-byte HMAC-SHA-256 tag
-//      follows the payload, store/blob_auth.h; other bits zero)
+//      follows the payload, store/blob_auth.h; version 4: bit 1
+//      kBlobFlagCompression: the payload ends with the compression section,
+//      docs/store.md; other bits zero)
 //  48  12 reserved bytes, zero
 //  60  u32 CRC32C of header bytes [0, 60) followed by the payload
 #pragma once
@@ -26,13 +28,19 @@ inline constexpr size_t kBlobHeaderBytes = 64;
 // Version 2 added the key hash; version 1 blobs (no key) are refused.
 // Version 3 added the flags (bytes 44-47, reserved and zero in version 2):
 // version 2 blobs are still read, as untagged blobs.
+// Version 4 added the compression section (flag bit 1). It is written only
+// by blobs that carry the section, so that readers of version 3 refuse those
+// by their version; blobs without it stay version 3.
 inline constexpr uint16_t kBlobVersion = 3;
+inline constexpr uint16_t kBlobCompressionVersion = 4;
+inline constexpr uint16_t kBlobNewestReadVersion = 4;
 inline constexpr uint16_t kBlobOldestReadVersion = 2;
 inline constexpr uint8_t kBlobMagic[4] = {'S', 'W', 'A', 'B'};
 inline constexpr size_t kBlobKeyHashOffset = 36;
 inline constexpr size_t kBlobFlagsOffset = 44;
 inline constexpr size_t kBlobReservedOffset = 48;
 inline constexpr uint32_t kBlobFlagTagged = 1;
+inline constexpr uint32_t kBlobFlagCompression = 2;
 inline constexpr size_t kBlobChecksumOffset = 60;
 
 struct BlobHeader {
@@ -53,6 +61,8 @@ struct BlobExpectation {
   uint64_t fingerprint = 0;
   uint64_t payload_bytes = 0;
   uint64_t key_hash = 0;
+  // The payload ends with the compression section (kBlobFlagCompression).
+  bool compression = false;
 };
 
 // 64-bit FNV-1a of the engine key's bytes (offset basis 0xcbf29ce484222325,

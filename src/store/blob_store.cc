@@ -89,7 +89,7 @@ absl::Status BlobStore::WriteBlob(std::string_view key, const BlobHeader& header
                                   const uint8_t* payload) {
   BlobHeader bound = header;
   bound.key_hash = BlobKeyHash(key);
-  bound.flags = tagged() ? kBlobFlagTagged : 0;
+  bound.flags = (header.flags & kBlobFlagCompression) | (tagged() ? kBlobFlagTagged : 0);
   uint8_t head[kBlobHeaderBytes];
   EncodeBlobHeader(bound, payload, head);
   uint8_t tag[kBlobTagBytes];

@@ -191,11 +191,22 @@ TEST(Blob, PreciseErrors) {
   // Another layout, correctly sealed: a miss, not corruption.
   EXPECT_EQ(code(clean, {kFingerprint ^ 1, 256, kKeyHash}), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(code(clean, {kFingerprint, 512, kKeyHash}), absl::StatusCode::kFailedPrecondition);
-  // Another version, even with a valid checksum.
+  // Another version, even with a valid checksum (4 is the compression section's).
+  std::vector<uint8_t> v5 = clean;
+  WriteLe(&v5[4], 5, 2);
+  ResealBlob(v5);
+  EXPECT_EQ(code(v5, expect), absl::StatusCode::kFailedPrecondition);
+  // The compression flag (bit 1) is a version 4 flag; and one the cache does
+  // not expect is refused as another writer's setting.
   std::vector<uint8_t> v4 = clean;
   WriteLe(&v4[4], 4, 2);
+  WriteLe(&v4[kBlobFlagsOffset], kBlobFlagCompression, 4);
   ResealBlob(v4);
   EXPECT_EQ(code(v4, expect), absl::StatusCode::kFailedPrecondition);
+  BlobExpectation with_section = expect;
+  with_section.compression = true;
+  EXPECT_EQ(code(v4, with_section), absl::StatusCode::kOk);
+  EXPECT_EQ(code(clean, with_section), absl::StatusCode::kFailedPrecondition);
   // Unknown flag bits under a valid checksum: an incompatible writer.
   for (int bit = 1; bit < 32; ++bit) {
     std::vector<uint8_t> flags = clean;
