@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/redis_cluster_harness.h"
+#include "tests/unit/redis_cluster_harness.h"
 
 #if defined(SWACACHE_HAVE_REDIS)
 
