@@ -316,6 +316,10 @@ func (c *Cache) LayerLayout(layer uint32) (LayerLayout, error) {
 		RingOffset: uint64(o.ring_offset), RingBytes: uint64(o.ring_bytes),
 		CompressLen: uint32(o.compress_len), CompressEntryBytes: uint32(o.compress_entry_bytes),
 		CompressOffset: uint64(o.compress_offset), CompressBytes: uint64(o.compress_bytes),
+		CompressKind: CompressKind(o.compress_kind), CompressRatio: uint32(o.compress_ratio),
+		CompressHeadDim: uint32(o.compress_head_dim), IndexHeadDim: uint32(o.index_head_dim),
+		IndexRowBytes: uint32(o.index_row_bytes), CompressRowValues: uint32(o.compress_row_values),
+		IndexOffset: uint64(o.index_offset), IndexBytes: uint64(o.index_bytes),
 	}, nil
 }
 

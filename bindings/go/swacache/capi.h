@@ -249,4 +249,46 @@ static inline swago_ret swago_rope_apply(const swa_layer_desc_t* l, void* x, uin
   return swago_r(swa_rope_apply(&a));
 }
 
+
+// ---- Compressor (issue 31) ----
+static inline swago_ret swago_plan_compress_windows(const swa_plan_t* p, uint32_t layer,
+                                                    swa_compress_window_t* out, size_t cap,
+                                                    size_t* count) {
+  return swago_r(swa_plan_compress_windows(p, layer, out, cap, count));
+}
+static inline swago_ret swago_plan_compress_store_segments(const swa_plan_t* p, uint32_t layer,
+                                                           swa_segment_t* out, size_t cap,
+                                                           size_t* count) {
+  return swago_r(swa_plan_compress_store_segments(p, layer, out, cap, count));
+}
+static inline swago_ret swago_cache_compress_view(const swa_cache_t* c, uint32_t layer,
+                                                  uint32_t compressor, swa_tensor_view_t* out) {
+  return swago_r(swa_cache_compress_view(c, layer, compressor, out));
+}
+static inline swago_ret swago_cache_set_save_compression(swa_cache_t* c, uint32_t enable) {
+  return swago_r(swa_cache_set_save_compression(c, enable));
+}
+static inline swago_ret swago_compress_step(swa_cache_t* c, swa_plan_t* p, uint32_t layer,
+                                            uint32_t compressor, const void* kv, const void* gate,
+                                            uint32_t dtype, uint32_t row_width, int64_t rows,
+                                            const float* bias, const float* weight, float eps,
+                                            void* out, uint32_t out_dtype, uint64_t out_rows) {
+  swa_compress_args_t a;
+  swa_compress_args_init(&a);
+  a.layer = layer;
+  a.compressor = compressor;
+  a.kv = kv;
+  a.gate = gate;
+  a.dtype = (swa_dtype_t)dtype;
+  a.row_width = row_width;
+  a.rows = rows;
+  a.position_bias = bias;
+  a.norm_weight = weight;
+  a.norm_eps = eps;
+  a.out = out;
+  a.out_dtype = (swa_dtype_t)out_dtype;
+  a.out_rows = out_rows;
+  return swago_r(swa_compress_step(c, p, &a));
+}
+
 #endif  /* SWACACHE_GO_CAPI_H_ */

@@ -19,25 +19,16 @@ import (
 const graphReason = "graph decode: experimental (behind SWACACHE_EXPERIMENTAL), made for CUDA graph " +
 	"capture with device pointers and streams; an engine calls it through cgo directly"
 
-const compressReason = "the typed compressor (issue 31) is wrapped in Python only so far; a Go " +
-	"engine calls it through cgo directly"
-
 var omitted = map[string]string{
-	"swa_plan_compress_windows":        compressReason,
-	"swa_plan_compress_store_segments": compressReason,
-	"swa_cache_compress_view":          compressReason,
-	"swa_compress_args_init":           compressReason,
-	"swa_compress_step":                compressReason,
-	"swa_cache_set_save_compression":   compressReason,
-	"swa_decode_graph_create":          graphReason,
-	"swa_decode_graph_destroy":         graphReason,
-	"swa_decode_graph_import":          graphReason,
-	"swa_decode_graph_release":         graphReason,
-	"swa_decode_graph_plan":            graphReason,
-	"swa_decode_graph_step":            graphReason,
-	"swa_decode_graph_error_record":    graphReason,
-	"swa_decode_graph_check":           graphReason,
-	"swa_decode_graph_reset_error":     graphReason,
+	"swa_decode_graph_create":       graphReason,
+	"swa_decode_graph_destroy":      graphReason,
+	"swa_decode_graph_import":       graphReason,
+	"swa_decode_graph_release":      graphReason,
+	"swa_decode_graph_plan":         graphReason,
+	"swa_decode_graph_step":         graphReason,
+	"swa_decode_graph_error_record": graphReason,
+	"swa_decode_graph_check":        graphReason,
+	"swa_decode_graph_reset_error":  graphReason,
 	"swa_plan_create": "Cache.NewPlan and NewPlanWithOptions both call swa_plan_create_with_options; " +
 		"swa_plan_create is that call with the default options",
 }

@@ -99,7 +99,24 @@ type LayerDesc struct {
 	RopeDerotateOutput           bool    // Rotate the output's rotary dims back.
 	LogitSoftcap                 float32 // Logit soft-cap; 0 = off.
 	SoftmaxScale                 float32 // The layer's softmax scale; 0 = 1/sqrt(HeadDim); a step's non-zero one wins.
+	// The typed compressor (DeepSeek-V4 HCA/CSA; docs/semantics.md "Compression
+	// state"): CompressRatio is its rate, CompressEntryBytes stays 0.
+	CompressKind      CompressKind
+	CompressHeadDim   uint32 // d of the entries; HCA rows are d wide, CSA rows 2d.
+	CompressRopeDims  uint32 // Trailing dims of each entry rotated at w * c; 0 = none.
+	CompressRowFormat Format // Storage of the buffered rows: FormatFP32 or FormatBF16.
+	IndexHeadDim      uint32 // CSA: the Lightning Indexer's compressor width; 0 = none.
 }
+
+// CompressKind is what a layer's compression region holds (swa_compress_kind_t).
+type CompressKind uint32
+
+// CompressKind values.
+const (
+	CompressOpaque CompressKind = 0 // Entries the engine packs itself.
+	CompressHCA    CompressKind = 1 // DeepSeek-V4 HCA: non-overlapping windows.
+	CompressCSA    CompressKind = 2 // DeepSeek-V4 CSA: windows overlapping by one stride (Ca | Cb rows).
+)
 
 // RopeStyle is how a layer's rotary dims pair up (swa_rope_style_t).
 type RopeStyle uint32
@@ -128,6 +145,9 @@ func DefaultLayerDesc() LayerDesc {
 		RopeYarnTruncate: d.rope_yarn_truncate != 0, RopeAttentionFactor: float32(d.rope_attention_factor),
 		RopeDerotateOutput: d.rope_derotate_output != 0, LogitSoftcap: float32(d.logit_softcap),
 		SoftmaxScale: float32(d.softmax_scale),
+		CompressKind: CompressKind(d.compress_kind), CompressHeadDim: uint32(d.compress_head_dim),
+		CompressRopeDims: uint32(d.compress_rope_dims), CompressRowFormat: Format(d.compress_row_format),
+		IndexHeadDim: uint32(d.index_head_dim),
 	}
 }
 
@@ -141,6 +161,11 @@ func (l *LayerDesc) toC(d *C.swa_layer_desc_t) {
 	d.kv_format = C.swa_format_t(l.KVFormat)
 	d.compress_ratio = C.uint32_t(l.CompressRatio)
 	d.compress_entry_bytes = C.uint32_t(l.CompressEntryBytes)
+	d.compress_kind = C.swa_compress_kind_t(l.CompressKind)
+	d.compress_head_dim = C.uint32_t(l.CompressHeadDim)
+	d.compress_rope_dims = C.uint32_t(l.CompressRopeDims)
+	d.compress_row_format = C.swa_format_t(l.CompressRowFormat)
+	d.index_head_dim = C.uint32_t(l.IndexHeadDim)
 	d.rope_theta = C.float(l.RopeTheta)
 	d.rope_dims = C.uint32_t(l.RopeDims)
 	d.has_sinks = cbool(l.HasSinks)
@@ -216,6 +241,10 @@ type Layout struct {
 	StoredBytes     uint64 // Bytes of the stored region.
 	PoolBytes       uint64 // MaxSlots * SlotBytes.
 	Fingerprint     uint64 // Stable hash of everything that shapes the bytes.
+	// CompressBytes are every layer's compression regions in a slot.
+	CompressBytes uint64
+	// CompressSavedBytes is the blob's compression section (0: none).
+	CompressSavedBytes uint64
 }
 
 func layoutFromC(l *C.swa_layout_t) Layout {
@@ -226,6 +255,7 @@ func layoutFromC(l *C.swa_layout_t) Layout {
 		MaxRingTokens: uint32(l.max_ring_tokens), SlotBytes: uint64(l.slot_bytes),
 		StoredOffset: uint64(l.stored_offset), StoredBytes: uint64(l.stored_bytes),
 		PoolBytes: uint64(l.pool_bytes), Fingerprint: uint64(l.fingerprint),
+		CompressBytes: uint64(l.compress_bytes), CompressSavedBytes: uint64(l.compress_saved_bytes),
 	}
 }
 
@@ -243,6 +273,14 @@ type LayerLayout struct {
 	CompressEntryBytes uint32    // Bytes of one compression entry.
 	CompressOffset     uint64    // Offset of the compression region.
 	CompressBytes      uint64    // Compression region bytes.
+	CompressKind       CompressKind
+	CompressRatio      uint32 // c (0 = none).
+	CompressHeadDim    uint32 // d of the entries (typed kinds).
+	IndexHeadDim       uint32 // The indexer compressor's entry width; 0 = none.
+	IndexRowBytes      uint32 // Bytes of one indexer ring row; 0 = none.
+	CompressRowValues  uint32 // Values per kv (or gate) half of a main ring row: d or 2d.
+	IndexOffset        uint64 // Offset of the indexer ring.
+	IndexBytes         uint64 // Indexer ring bytes.
 }
 
 // TensorView is a strided byte-tensor view of a layer's ring over all slots
