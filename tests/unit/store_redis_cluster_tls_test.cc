@@ -175,6 +175,13 @@ TEST_F(RedisClusterTlsTest, VerificationFailuresAndPortMixUps) {
   c.timeout_ms = 1500;
   EXPECT_EQ(swa_store_redis_cluster_create(&c, &t), SWA_UNAVAILABLE) << swa_last_error();
   EXPECT_NE(std::string(swa_last_error()).find("plain-TCP client"), std::string::npos) << swa_last_error();
+  // TLS to the plain ports: no handshake completes.
+  c = Config();
+  const std::string plain_seeds = cluster_->Seeds();
+  c.nodes = plain_seeds.c_str();
+  c.timeout_ms = 1500;
+  EXPECT_EQ(swa_store_redis_cluster_create(&c, &t), SWA_UNAVAILABLE) << swa_last_error();
+  EXPECT_NE(std::string(swa_last_error()).find("TLS handshake"), std::string::npos) << swa_last_error();
   c = Config();
   c.password = "wrong";
   EXPECT_EQ(swa_store_redis_cluster_create(&c, &t), SWA_UNAUTHENTICATED) << swa_last_error();
