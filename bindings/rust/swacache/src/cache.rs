@@ -56,7 +56,7 @@ pub struct SlotInfo {
 /// # Ok::<(), swacache::Error>(())
 /// ```
 pub struct Cache {
-    raw: NonNull<sys::swa_cache_t>,
+    pub(crate) raw: NonNull<sys::swa_cache_t>,
     layers: Vec<LayerDesc>,
     backend: Backend,
     steps: Mutex<()>,

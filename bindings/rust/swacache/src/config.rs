@@ -89,6 +89,19 @@ c_enum!(
     }
 );
 
+c_enum!(
+    /// What a layer's compression region holds (`swa_compress_kind_t`).
+    CompressKind: sys::swa_compress_kind_t {
+        /// Entries the engine packs itself (`compress_entry_bytes` each).
+        Opaque = sys::SWA_COMPRESS_OPAQUE,
+        /// DeepSeek-V4 HCA: non-overlapping windows, rows `compress_head_dim` wide.
+        Hca = sys::SWA_COMPRESS_HCA,
+        /// DeepSeek-V4 CSA: windows overlapping by one stride, rows `2 * compress_head_dim`
+        /// wide (Ca | Cb), optionally with the Lightning Indexer's compressor.
+        Csa = sys::SWA_COMPRESS_CSA,
+    }
+);
+
 /// One SWA layer (`swa_layer_desc_t`). `Default` is the library's default.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LayerDesc {
@@ -137,6 +150,17 @@ pub struct LayerDesc {
     /// The layer's softmax scale; 0 = 1/sqrt(head_dim). A step's non-zero
     /// scale overrides it.
     pub softmax_scale: f32,
+    /// The typed compressor (docs/semantics.md "Compression state"); `compress_ratio`
+    /// is its rate and `compress_entry_bytes` stays 0.
+    pub compress_kind: CompressKind,
+    /// d of the entries; HCA rows are d wide, CSA rows 2d.
+    pub compress_head_dim: u32,
+    /// Trailing dims of each entry rotated at w * c; 0 = none.
+    pub compress_rope_dims: u32,
+    /// Storage of the buffered rows: FP32 or BF16.
+    pub compress_row_format: Format,
+    /// CSA: the Lightning Indexer's compressor width; 0 = none.
+    pub index_head_dim: u32,
 }
 
 impl Default for LayerDesc {
@@ -167,6 +191,11 @@ impl Default for LayerDesc {
             rope_derotate_output: d.rope_derotate_output != 0,
             logit_softcap: d.logit_softcap,
             softmax_scale: d.softmax_scale,
+            compress_kind: CompressKind::from_raw(d.compress_kind).unwrap_or(CompressKind::Opaque),
+            compress_head_dim: d.compress_head_dim,
+            compress_rope_dims: d.compress_rope_dims,
+            compress_row_format: Format::from_raw(d.compress_row_format).unwrap_or(Format::Fp32),
+            index_head_dim: d.index_head_dim,
         }
     }
 }
@@ -198,13 +227,11 @@ impl LayerDesc {
             logit_softcap: self.logit_softcap,
             softmax_scale: self.softmax_scale,
             reserved: 0,
-            // Typed compressors (swa_compress_kind_t) are not in LayerDesc yet:
-            // the opaque region, as before.
-            compress_kind: sys::SWA_COMPRESS_OPAQUE,
-            compress_head_dim: 0,
-            compress_rope_dims: 0,
-            compress_row_format: sys::SWA_FORMAT_FP32,
-            index_head_dim: 0,
+            compress_kind: self.compress_kind.raw(),
+            compress_head_dim: self.compress_head_dim,
+            compress_rope_dims: self.compress_rope_dims,
+            compress_row_format: self.compress_row_format.raw(),
+            index_head_dim: self.index_head_dim,
             compress_reserved: 0,
         }
     }
@@ -335,6 +362,10 @@ pub struct Layout {
     pub pool_bytes: u64,
     /// Stable 64-bit hash of everything that shapes the bytes.
     pub fingerprint: u64,
+    /// Every layer's compression regions in a slot.
+    pub compress_bytes: u64,
+    /// The blob's compression section (0: none).
+    pub compress_saved_bytes: u64,
 }
 
 impl From<&sys::swa_layout_t> for Layout {
@@ -353,6 +384,8 @@ impl From<&sys::swa_layout_t> for Layout {
             stored_bytes: l.stored_bytes,
             pool_bytes: l.pool_bytes,
             fingerprint: l.fingerprint,
+            compress_bytes: l.compress_bytes,
+            compress_saved_bytes: l.compress_saved_bytes,
         }
     }
 }
@@ -384,6 +417,22 @@ pub struct LayerLayout {
     pub compress_offset: u64,
     /// Bytes of the compression region.
     pub compress_bytes: u64,
+    /// The layer's compressor kind (`None` for a value this binding does not know).
+    pub compress_kind: Option<CompressKind>,
+    /// c (0 = none).
+    pub compress_ratio: u32,
+    /// d of the entries (typed kinds).
+    pub compress_head_dim: u32,
+    /// The indexer compressor's entry width; 0 = none.
+    pub index_head_dim: u32,
+    /// Bytes of one indexer ring row; 0 = none.
+    pub index_row_bytes: u32,
+    /// Values per kv (or gate) half of a main ring row: d or 2d.
+    pub compress_row_values: u32,
+    /// Offset of the indexer ring.
+    pub index_offset: u64,
+    /// Bytes of the indexer ring.
+    pub index_bytes: u64,
 }
 
 impl From<&sys::swa_layer_layout_t> for LayerLayout {
@@ -401,6 +450,14 @@ impl From<&sys::swa_layer_layout_t> for LayerLayout {
             compress_entry_bytes: l.compress_entry_bytes,
             compress_offset: l.compress_offset,
             compress_bytes: l.compress_bytes,
+            compress_kind: CompressKind::from_raw(l.compress_kind),
+            compress_ratio: l.compress_ratio,
+            compress_head_dim: l.compress_head_dim,
+            index_head_dim: l.index_head_dim,
+            index_row_bytes: l.index_row_bytes,
+            compress_row_values: l.compress_row_values,
+            index_offset: l.index_offset,
+            index_bytes: l.index_bytes,
         }
     }
 }

@@ -35,6 +35,7 @@
 
 mod cache;
 pub mod codec;
+mod compress;
 mod config;
 mod error;
 mod merge;
@@ -47,9 +48,10 @@ mod store_redis_tls;
 mod store_tiered;
 
 pub use cache::{Cache, SlotInfo};
+pub use compress::{CompressArgs, CompressWindow};
 pub use config::{
-    Backend, CacheStats, Config, Dtype, Format, LayerDesc, LayerLayout, LayerRole, Layout, RopeStyle, ScaleMode,
-    StoreSecret, TensorView,
+    Backend, CacheStats, CompressKind, Config, Dtype, Format, LayerDesc, LayerLayout, LayerRole, Layout, RopeStyle,
+    ScaleMode, StoreSecret, TensorView,
 };
 pub use error::{Code, Error, Result};
 pub use merge::{attention_merge, attention_merge_into, MergeArgs};

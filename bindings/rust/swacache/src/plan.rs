@@ -131,7 +131,7 @@ pub struct PlanInfo {
 /// let _ = plan.info();
 /// ```
 pub struct Plan<'c> {
-    raw: NonNull<sys::swa_plan_t>,
+    pub(crate) raw: NonNull<sys::swa_plan_t>,
     pub(crate) cache: &'c Cache,
     /// T of the current build; `None` when not built or cancelled.
     n_tokens: Option<usize>,

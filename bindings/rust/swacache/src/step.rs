@@ -150,7 +150,7 @@ impl<'a> StepArgs<'a> {
 /// Exclusive access to the steps of a cache (from [`Cache::steps`]): at most one
 /// thread runs steps at a time, while other threads keep using `&Cache`.
 pub struct StepGuard<'c> {
-    cache: &'c Cache,
+    pub(crate) cache: &'c Cache,
     _lock: MutexGuard<'c, ()>,
 }
 

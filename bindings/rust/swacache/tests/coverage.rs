@@ -10,16 +10,7 @@ const GRAPH: &str = "graph decode: experimental (behind SWACACHE_EXPERIMENTAL), 
 const LITERAL: &str = "the wrapper writes the whole struct as a literal naming every field, so a field added \
                        to the header is a compile error instead of a silent default";
 
-const COMPRESS: &str = "the typed compressor (issue 31) is wrapped in Python only so far; Rust engines call \
-                        these through swacache::sys (swacache-sys declares them)";
-
 const OMITTED: &[(&str, &str)] = &[
-    ("swa_plan_compress_windows", COMPRESS),
-    ("swa_plan_compress_store_segments", COMPRESS),
-    ("swa_cache_compress_view", COMPRESS),
-    ("swa_compress_args_init", COMPRESS),
-    ("swa_compress_step", COMPRESS),
-    ("swa_cache_set_save_compression", COMPRESS),
     ("swa_decode_graph_create", GRAPH),
     ("swa_decode_graph_destroy", GRAPH),
     ("swa_decode_graph_import", GRAPH),
@@ -34,6 +25,7 @@ const OMITTED: &[(&str, &str)] = &[
     ("swa_merge_args_init", LITERAL),
     ("swa_project_args_init", LITERAL),
     ("swa_rope_args_init", LITERAL),
+    ("swa_compress_args_init", LITERAL),
 ];
 
 fn is_ident(c: char) -> bool {
