@@ -7,7 +7,8 @@
 // a flipped byte in the section, another key's blob, a blob without the
 // section for a cache that expects it, a failed put) is refused and leaves
 // the target slot byte for byte unchanged; a checkpoint the compressor rings
-// no longer hold is refused and stores nothing.
+// no longer hold is refused and stores nothing; with a store secret the HMAC
+// tag covers the section.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -79,7 +80,7 @@ struct Rig {
   // (layer, compressor, entry) -> the entry's values, as emitted last.
   using Entries = std::map<std::tuple<uint32_t, uint32_t, int32_t>, std::vector<float>>;
 
-  explicit Rig(bool save_compression = true, uint32_t ring_len = 0) {
+  explicit Rig(bool save_compression = true, uint32_t ring_len = 0, bool secret = false) {
     for (auto& l : d) {
       swa_layer_desc_init(&l);
       l.q_heads = 2;
@@ -100,6 +101,11 @@ struct Rig {
     cfg.window = 4;
     cfg.draft_tokens = kN;
     cfg.ring_len = ring_len;
+    static const uint8_t kSecret[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    if (secret) {
+      cfg.store_secret = kSecret;
+      cfg.store_secret_len = sizeof kSecret;
+    }
     cfg.max_slots = 4;
     cfg.backend = SWA_BACKEND_CPU;
     cfg.num_threads = 1;
@@ -283,6 +289,33 @@ TEST(CompressStore, CheckpointBeyondTheCompressorRing) {
       << swa_last_error();
   EXPECT_TRUE(r.store.blobs.empty());
   EXPECT_EQ(swa_slot_save_at(r.cache, a, 13, key, 1), SWA_OK) << swa_last_error();
+}
+
+// With a store secret the HMAC tag covers the section: a flipped section byte
+// (re-checksummed or not) is DATA_LOSS before the slot is touched.
+TEST(CompressStore, TaggedBlobsCoverTheSection) {
+  Rig r(true, 0, true);
+  uint32_t a, b;
+  ASSERT_EQ(swa_slot_alloc(r.cache, &a), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(r.cache, &b), SWA_OK);
+  Rig::Entries e;
+  r.Step(a, 0, 9, 0, &e);
+  const uint8_t key[] = "k";
+  ASSERT_EQ(swa_slot_save(r.cache, a, key, 1), SWA_OK) << swa_last_error();
+  const auto& blob = r.store.blobs.begin()->second;
+  EXPECT_EQ(blob.size(), 64 + r.lay.stored_bytes + r.lay.compress_saved_bytes + 32);
+  const std::vector<uint8_t> before = r.Image(b);
+  r.store.fault = Fault::kFlipSection;
+  r.store.flip_from_end = 32;  // the section's last byte, just before the tag
+  EXPECT_EQ(swa_slot_restore(r.cache, b, key, 1), SWA_DATA_LOSS) << swa_last_error();
+  EXPECT_EQ(r.Image(b), before);
+  r.store.fault = Fault::kNone;
+  ASSERT_EQ(swa_slot_restore(r.cache, b, key, 1), SWA_OK) << swa_last_error();
+  Rig::Entries ca, cb;
+  Continue(r, a, 9, 20, &ca);
+  Continue(r, b, 9, 20, &cb);
+  for (const auto& [k, v] : ca)
+    if (std::get<0>(k) != 2) EXPECT_EQ(v, cb.at(k));
 }
 
 }  // namespace
