@@ -154,7 +154,6 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
     return absl::UnavailableError(
         absl::StrFormat("%s: connect: cannot resolve \"%s\": %s", name, host, gai_strerror(rc)));
   std::string last = "no address";
-  bool timed_out = false;
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
     int s = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
@@ -170,7 +169,6 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
       while ((n = poll(&p, 1, static_cast<int>(ms))) < 0 && errno == EINTR) {
       }
       if (n == 0) {
-        timed_out = true;
         last = absl::StrCat("timed out after ", Millis(timeout));
         close(s);
         continue;
@@ -191,7 +189,6 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
   freeaddrinfo(found);
   if (fd < 0) {
     // A refused or timed-out connect is transient: UNAVAILABLE either way.
-    (void)timed_out;
     return absl::UnavailableError(absl::StrFormat("%s: connect: %s", name, last));
   }
   int one = 1;

@@ -44,7 +44,7 @@ class RedisConnection {
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   // Writes every command (one buffer: a pipeline when several) within
-  // `timeout`. `what` names the command in messages.
+  // `timeout`; messages name the first command.
   absl::Status Send(absl::Span<const std::vector<std::string_view>> commands,
                     absl::Duration timeout);
   // Reads the next reply (error replies are replies) within `timeout`.

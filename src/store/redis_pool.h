@@ -62,7 +62,8 @@ class RedisConnectionPool {
   absl::Status Open(absl::Duration timeout);
 
   // Runs `args` on an idle (or new) connection, preceded by ASKING when
-  // `asking`, with at most `timeout` per socket operation. Returns the reply,
+  // `asking`, with at most `timeout` for connecting, for sending and for
+  // reading each reply. Returns the reply,
   // error replies included. A connection that fails is closed: refused,
   // reset or closed are UNAVAILABLE, a timeout DEADLINE_EXCEEDED, a failed
   // AUTH UNAUTHENTICATED.
