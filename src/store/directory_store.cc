@@ -189,7 +189,9 @@ absl::StatusOr<uint64_t> DirectoryStore::Get(std::string_view key,
   std::string leaf;
   absl::StatusOr<int> dir_fd = OpenParent(rel, /*create=*/false, &leaf);
   if (!dir_fd.ok()) return dir_fd.status();
-  const int fd = openat(*dir_fd, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in a blob's place would block the open until a writer
+  // comes; it is refused below, like any file that is not regular.
+  const int fd = openat(*dir_fd, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   const int open_err = errno;
   close(*dir_fd);
   if (fd < 0) {

@@ -2,11 +2,15 @@
 // files 0600 and folders 0700 whatever the umask; a link under the root (a
 // shard folder, a key's folder or a blob file) is refused with
 // PERMISSION_DENIED and never followed, so nothing outside the root is read
-// or written; a link as the root itself is followed once, at Open.
+// or written; a link as the root itself is followed once, at Open; a FIFO in
+// a blob's place is refused at once, not waited on.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -161,6 +165,30 @@ TEST_F(DirectoryStoreSecurityTest, ALinkedRootIsFollowedOnceAtOpen) {
   ASSERT_TRUE(Put(*s, "k2", "v2").ok());
   EXPECT_TRUE(fs::exists(base_ + "/real/" + DirectoryStore::RelativePath("k2")));
   EXPECT_TRUE(Outside().empty());
+}
+
+// A FIFO planted where a blob belongs: reading it must not wait for a writer
+// (open(O_RDONLY) of a FIFO blocks until one comes); it is refused at once.
+TEST_F(DirectoryStoreSecurityTest, AFifoInPlaceOfABlobIsRefusedWithoutBlocking) {
+  auto s = Open(base_ + "/root");
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(Put(*s, "victim", "inside").ok());
+  const std::string file = base_ + "/root/" + DirectoryStore::RelativePath("victim");
+  fs::remove(file);
+  ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
+  std::future<absl::StatusOr<std::string>> got =
+      std::async(std::launch::async, [&] { return Get(*s, "victim", 6); });
+  const bool finished = got.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  if (!finished) {  // unblock the reader so that the test ends
+    const int w = open(file.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) close(w);
+  }
+  EXPECT_TRUE(finished) << "Get blocked on a FIFO";
+  EXPECT_EQ(got.get().status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(s->Exists("victim").status().code(), absl::StatusCode::kPermissionDenied);
+  // A put replaces the FIFO by a blob.
+  ASSERT_TRUE(Put(*s, "victim", "again!").ok());
+  EXPECT_EQ(*Get(*s, "victim", 6), "again!");
 }
 
 }  // namespace
