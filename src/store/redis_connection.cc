@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -90,9 +91,18 @@ RedisConnection::RedisConnection(int fd, std::string name)
 
 RedisConnection::~RedisConnection() {
   if (ssl_ != nullptr) {
-    SigpipeBlock block;
-    SSL_shutdown(ssl_);  // one close_notify, not waiting for the server's
+    // One close_notify, not waiting for the server's, and only on a
+    // connection in good order: after a failed handshake or a fatal error
+    // SSL_shutdown fails and queues an error. Nothing that closing queues is
+    // left on this thread's error queue (SSL_get_error needs it empty, ours
+    // and the application's alike).
+    ERR_set_mark();
+    if (SSL_is_init_finished(ssl_)) {
+      SigpipeBlock block;
+      SSL_shutdown(ssl_);
+    }
     SSL_free(ssl_);
+    ERR_pop_to_mark();
   }
   if (reader_ != nullptr) redisReaderFree(reader_);
   if (fd_ >= 0) close(fd_);
@@ -108,6 +118,16 @@ bool RedisConnection::Wait(bool write, absl::Time deadline) const {
     if (n == 0) return false;
     if (errno != EINTR) return true;
   }
+}
+
+bool RedisConnection::Idle() const {
+  if (reader_->pos < reader_->len || reader_->ridx >= 0) return false;  // reply bytes nobody read
+  if (ssl_ != nullptr && SSL_pending(ssl_) > 0) return false;
+  pollfd p{fd_, POLLIN, 0};
+  int n;
+  while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR) {
+  }
+  return n == 0;  // readable: closed or reset by the server, or bytes nobody asked for
 }
 
 absl::Status RedisConnection::RefusedBeforeAnyReply(absl::Status s) const {
@@ -254,6 +274,18 @@ absl::Status RedisConnection::Send(absl::Span<const std::vector<std::string_view
   std::string out;
   std::vector<const char*> argv;
   std::vector<size_t> lens;
+  // hiredis 0.14's redisFormatCommandArgv sums the encoded length in an int:
+  // past INT_MAX it wraps, allocates too little and copies past the end. So
+  // no command that large reaches it (framing: under 32 bytes per argument).
+  for (const std::vector<std::string_view>& args : commands) {
+    uint64_t encoded = 32;
+    for (std::string_view a : args) encoded += a.size() + 32;
+    if (encoded > static_cast<uint64_t>(INT_MAX))
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: %s: arguments of %u bytes in all; one Redis command carries at most %d bytes "
+          "here",
+          name_, args[0], encoded - 32 * (args.size() + 1), INT_MAX));
+  }
   for (const std::vector<std::string_view>& args : commands) {
     argv.clear();
     lens.clear();

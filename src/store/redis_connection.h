@@ -58,6 +58,13 @@ class RedisConnection {
 
   bool tls() const { return ssl_ != nullptr; }
 
+  // True when nothing is pending on the connection: no reply bytes buffered
+  // and the socket neither readable nor closed. An idle connection that fails
+  // this was closed by the server (its `timeout`, a restart, CLIENT KILL) or
+  // is out of step with it (a reply nobody asked for would answer the next
+  // request): not to be used again.
+  bool Idle() const;
+
  private:
   RedisConnection(int fd, std::string name);
   // Waits until fd_ is readable (or writable) or `deadline`: false on timeout.

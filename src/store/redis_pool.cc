@@ -97,14 +97,17 @@ absl::Status RedisConnectionPool::Open(absl::Duration timeout) {
 }
 
 absl::StatusOr<RedisConnectionPool::Connection> RedisConnectionPool::Take(absl::Duration timeout) {
+  std::vector<Connection> stale;  // closed outside the lock (a TLS close writes)
   {
     absl::MutexLock lock(&mu_);
-    if (!idle_.empty()) {
+    while (!idle_.empty()) {
       Connection c = std::move(idle_.back());
       idle_.pop_back();
-      return c;
+      if (c->Idle()) return c;
+      stale.push_back(std::move(c));
     }
   }
+  stale.clear();
   return Connect(timeout);
 }
 

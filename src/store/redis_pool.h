@@ -3,7 +3,9 @@
 // store (redis_store) and every node of the cluster store
 // (redis_cluster_node). A new connection runs its setup (AUTH [user]
 // password, SELECT, READONLY, PING, as configured) once; at most `max_idle`
-// idle connections are kept; a connection that fails is closed. Failures and
+// idle connections are kept; a connection that fails is closed, and so is an
+// idle one that the server closed or that holds bytes nobody asked for
+// (RedisConnection::Idle), when it is next taken. Failures and
 // error replies become statuses that name the server.
 #pragma once
 

@@ -7,6 +7,7 @@
 // Skipped only when the build has no Redis store, redis-server is missing, or
 // redis-server was built without TLS.
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <string>
 #include <thread>
@@ -242,18 +243,30 @@ TEST_F(RedisTlsTest, ServerDroppingTheConnectionIsUnavailableNamingIt) {
   std::string error;
   ASSERT_EQ(Create(c, &t, &error), SWA_OK) << error;
   char msg[SWA_STORE_MESSAGE_BYTES];
-  const std::string v = RandomBytes(100, 1);
+  const std::string v = RandomBytes(200000, 1);
   const swa_iov_t put[1] = {Iov(v.data(), v.size())};
   const auto* k = reinterpret_cast<const uint8_t*>("drop");
   ASSERT_EQ(t.put(t.user_data, k, 4, put, 1, msg, sizeof msg), SWA_OK) << msg;
-  // The server closes our (idle, pooled) TLS connection; the next call finds it dead.
-  ASSERT_GE(server_->Command({"CLIENT", "KILL", "TYPE", "normal"}).integer, 1);
-  uint32_t exists = 7;
-  EXPECT_EQ(t.exists(t.user_data, k, 4, &exists, msg, sizeof msg), SWA_UNAVAILABLE) << msg;
+  // The server drops our TLS connection in the middle of a call: a reply over
+  // the clients' output-buffer hard limit makes it close the client.
+  ASSERT_TRUE(server_->Command({"CONFIG", "SET", "client-output-buffer-limit", "normal 4096 4096 0"}).ok());
+  std::string got(v.size(), '\xA5');
+  const swa_iov_t get[1] = {Iov(got.data(), got.size())};
+  uint64_t size = got.size();
+  const swa_status_t dropped = t.get(t.user_data, k, 4, get, 1, &size, msg, sizeof msg);
+  ASSERT_TRUE(server_->Command({"CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"}).ok());
+  EXPECT_EQ(dropped, SWA_UNAVAILABLE) << msg;
   EXPECT_NE(std::string(msg).find("127.0.0.1:" + std::to_string(server_->tls_port())), std::string::npos) << msg;
-  EXPECT_NE(std::string(msg).find("closed"), std::string::npos) << msg;
   // The dead connection was dropped: the next call reconnects over TLS.
+  uint32_t exists = 7;
   ASSERT_EQ(t.exists(t.user_data, k, 4, &exists, msg, sizeof msg), SWA_OK) << msg;
+  EXPECT_EQ(exists, 1u);
+  // The server closes our idle, pooled TLS connection: the next call notices
+  // it when it takes the connection and reconnects instead of failing.
+  ASSERT_GE(server_->Command({"CLIENT", "KILL", "TYPE", "normal"}).integer, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the close reaches us
+  exists = 7;
+  EXPECT_EQ(t.exists(t.user_data, k, 4, &exists, msg, sizeof msg), SWA_OK) << msg;
   EXPECT_EQ(exists, 1u);
   t.release(t.user_data);
 }

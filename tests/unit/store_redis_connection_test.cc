@@ -1,0 +1,318 @@
+// The Redis connection and its pool (src/store/redis_connection.h,
+// redis_pool.h) against a scripted fake server on a loopback socket (no
+// redis-server needed): replies larger than a read, pipelines, a reply that
+// trickles past the deadline or stops halfway, a server that closes an idle
+// pooled connection or sends a reply nobody asked for (the pool must not hand
+// that connection out again: the next request would read the wrong reply),
+// and OpenSSL's error queue left empty after a failed TLS handshake (a dirty
+// queue makes later SSL_get_error calls on the thread, ours or the
+// application's, misread their results).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+#if defined(SWACACHE_HAVE_REDIS)
+#include <hiredis/hiredis.h>
+#include <openssl/err.h>
+
+#include "store/redis_pool.h"
+#include "store/redis_tls.h"
+
+namespace swa {
+namespace {
+
+// Writes all of `s` (blocking socket); false when the peer is gone.
+bool WriteAll(int fd, std::string_view s) {
+  while (!s.empty()) {
+    const ssize_t n = send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Reads one RESP command (an array of bulk strings) from `fd`, keeping extra
+// bytes in *buf; empty on EOF.
+std::vector<std::string> ReadCommand(int fd, std::string* buf) {
+  for (;;) {
+    // Try to parse what is buffered.
+    size_t pos = 0;
+    auto line = [&](std::string* out) {
+      const size_t e = buf->find("\r\n", pos);
+      if (e == std::string::npos) return false;
+      *out = buf->substr(pos, e - pos);
+      pos = e + 2;
+      return true;
+    };
+    std::string head;
+    if (line(&head) && !head.empty() && head[0] == '*') {
+      const int n = std::stoi(head.substr(1));
+      std::vector<std::string> args;
+      bool complete = true;
+      for (int i = 0; i < n && complete; ++i) {
+        std::string len;
+        if (!line(&len)) {
+          complete = false;
+          break;
+        }
+        const size_t l = std::stoul(len.substr(1));
+        if (buf->size() < pos + l + 2) {
+          complete = false;
+          break;
+        }
+        args.push_back(buf->substr(pos, l));
+        pos += l + 2;
+      }
+      if (complete) {
+        buf->erase(0, pos);
+        return args;
+      }
+    }
+    char chunk[65536];
+    const ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) return {};
+    buf->append(chunk, static_cast<size_t>(n));
+  }
+}
+
+std::string Bulk(const std::string& s) { return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n"; }
+
+// A loopback server: each accepted connection runs `handler(fd, index)` on a
+// thread of its own (index: 0 for the first connection, 1 for the next...).
+class FakeServer {
+ public:
+  using Handler = std::function<void(int fd, int index)>;
+  explicit FakeServer(Handler handler) : handler_(std::move(handler)) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listen_fd_, 16) != 0 ||
+        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] {
+      for (int index = 0;; ++index) {
+        const int c = accept(listen_fd_, nullptr, nullptr);
+        if (c < 0) return;
+        accepted_ = index + 1;
+        std::lock_guard<std::mutex> lock(mu_);
+        threads_.emplace_back([this, c, index] {
+          handler_(c, index);
+          close(c);
+        });
+      }
+    });
+  }
+  ~FakeServer() {
+    shutdown(listen_fd_, SHUT_RDWR);  // accept returns
+    if (acceptor_.joinable()) acceptor_.join();
+    close(listen_fd_);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::thread& t : threads_) t.join();
+  }
+  uint32_t port() const { return static_cast<uint32_t>(port_); }
+  int accepted() const { return accepted_; }
+
+ private:
+  Handler handler_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+RedisConnectionPool Pool(const FakeServer& server, std::shared_ptr<const RedisTlsContext> tls = nullptr) {
+  return RedisConnectionPool(RedisPoolOptions{.host = "127.0.0.1",
+                                              .port = server.port(),
+                                              .name = "fake redis 127.0.0.1:" + std::to_string(server.port()),
+                                              .tls = std::move(tls),
+                                              .max_idle = 2});
+}
+
+std::string Text(const absl::StatusOr<RedisReply>& r) {
+  if (!r.ok()) return std::string(r.status().ToString());
+  return std::string(ReplyText(**r));
+}
+
+// Answers every command with `reply(args)` until the client goes away.
+void Serve(int fd, const std::function<std::string(const std::vector<std::string>&)>& reply) {
+  std::string buf;
+  for (;;) {
+    const std::vector<std::string> args = ReadCommand(fd, &buf);
+    if (args.empty() || !WriteAll(fd, reply(args))) return;
+  }
+}
+
+TEST(RedisConnection, RepliesLargerThanAReadAndLongPipelinesArriveWholeAndInOrder) {
+  std::mt19937_64 rng(7);
+  std::string big(3 * 1024 * 1024 + 17, '\0');
+  for (char& c : big) c = static_cast<char>(rng());
+  FakeServer server([&](int fd, int) {
+    Serve(fd, [&](const std::vector<std::string>& a) {
+      if (a[0] == "GET" && a[1] == "big") return Bulk(big);
+      return Bulk(a[0] + ":" + a[1] + ":" + std::string(70000, a[1].back()));
+    });
+  });
+  RedisConnectionPool pool = Pool(server);
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "big"}, absl::Seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(ReplyText(**r) == big);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) keys.push_back("k" + std::to_string(i));
+  std::vector<std::vector<std::string_view>> commands;
+  for (const std::string& k : keys) commands.push_back({"EXISTS", k});
+  absl::StatusOr<std::vector<RedisReply>> replies = pool.RunPipeline(commands, absl::Seconds(10));
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  ASSERT_EQ(replies->size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i)
+    EXPECT_EQ(ReplyText(*(*replies)[i]), "EXISTS:" + keys[i] + ":" + std::string(70000, keys[i].back()));
+  EXPECT_EQ(server.accepted(), 1);
+}
+
+TEST(RedisConnection, AReplyTricklingPastTheDeadlineTimesOutAndTheConnectionIsNotReused) {
+  FakeServer server([&](int fd, int index) {
+    if (index == 0) {  // one byte every 30 ms, then a stale reply for the next command
+      std::string buf;
+      if (ReadCommand(fd, &buf).empty()) return;
+      for (char c : Bulk(std::string(40, 'x'))) {
+        if (!WriteAll(fd, std::string(1, c))) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      }
+      Serve(fd, [](const std::vector<std::string>&) { return std::string("+STALE\r\n"); });
+      return;
+    }
+    Serve(fd, [](const std::vector<std::string>&) { return std::string("+FRESH\r\n"); });
+  });
+  RedisConnectionPool pool = Pool(server);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "slow"}, absl::Milliseconds(300));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << Text(r);
+  EXPECT_LT(took, absl::Milliseconds(1000)) << "the deadline did not bound the read";
+  EXPECT_NE(r.status().message().find("fake redis 127.0.0.1:"), std::string::npos) << r.status();
+  EXPECT_EQ(Text(pool.Run({"GET", "next"}, absl::Seconds(2))), "FRESH");
+}
+
+TEST(RedisConnection, AServerClosingMidReplyIsUnavailableAndTheNextCallReconnects) {
+  FakeServer server([&](int fd, int index) {
+    if (index == 0) {
+      std::string buf;
+      if (ReadCommand(fd, &buf).empty()) return;
+      WriteAll(fd, "$100\r\nonly part of it");
+      return;  // closed
+    }
+    Serve(fd, [](const std::vector<std::string>&) { return std::string("+FRESH\r\n"); });
+  });
+  RedisConnectionPool pool = Pool(server);
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Seconds(2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << Text(r);
+  EXPECT_NE(r.status().message().find("closed"), std::string::npos) << r.status();
+  EXPECT_EQ(Text(pool.Run({"GET", "k"}, absl::Seconds(2))), "FRESH");
+}
+
+// The server answers one command with two replies: the connection is out of
+// step, and the pool must not hand it out again (the next caller would get
+// "EXTRA" for its own request).
+TEST(RedisConnection, AConnectionWithAnUnaskedReplyIsNotReused) {
+  FakeServer server([&](int fd, int index) {
+    if (index == 0) {
+      Serve(fd, [](const std::vector<std::string>&) { return std::string("+ONE\r\n+EXTRA\r\n"); });
+      return;
+    }
+    Serve(fd, [](const std::vector<std::string>&) { return std::string("+FRESH\r\n"); });
+  });
+  RedisConnectionPool pool = Pool(server);
+  EXPECT_EQ(Text(pool.Run({"GET", "a"}, absl::Seconds(2))), "ONE");
+  EXPECT_EQ(Text(pool.Run({"GET", "b"}, absl::Seconds(2))), "FRESH");
+}
+
+// The server closes an idle pooled connection (Redis's `timeout`, a restart,
+// CLIENT KILL): the next call notices and connects anew instead of failing.
+TEST(RedisConnection, AnIdleConnectionTheServerClosedIsNotHandedOut) {
+  std::atomic<bool> closed{false};
+  FakeServer server([&](int fd, int index) {
+    if (index == 0) {
+      std::string buf;
+      if (ReadCommand(fd, &buf).empty()) return;
+      WriteAll(fd, "+ONE\r\n");
+      shutdown(fd, SHUT_RDWR);
+      closed = true;
+      return;
+    }
+    Serve(fd, [](const std::vector<std::string>&) { return std::string("+FRESH\r\n"); });
+  });
+  RedisConnectionPool pool = Pool(server);
+  EXPECT_EQ(Text(pool.Run({"GET", "a"}, absl::Seconds(2))), "ONE");
+  while (!closed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the FIN reaches us
+  EXPECT_EQ(Text(pool.Run({"GET", "b"}, absl::Seconds(2))), "FRESH");
+}
+
+// hiredis 0.14 sums a command's encoded length in an int: a value of 2 GiB or
+// more must be refused before it is formatted (else it allocates a wrapped,
+// too small buffer and copies past its end). The views claim lengths that
+// nothing backs: they must not be read.
+TEST(RedisConnection, ACommandPastTwoGibibytesIsRefusedBeforeItIsEncoded) {
+  FakeServer server([&](int fd, int) {
+    Serve(fd, [](const std::vector<std::string>&) { return std::string("+OK\r\n"); });
+  });
+  RedisConnectionPool pool = Pool(server);
+  const std::string small(64, 'v');
+  for (const uint64_t claimed : {(uint64_t{1} << 31) + 16, (uint64_t{1} << 32) + 16, (uint64_t{1} << 32) - 36}) {
+    const std::string_view huge(small.data(), static_cast<size_t>(claimed));
+    absl::StatusOr<RedisReply> r = pool.Run({"SET", "k", huge}, absl::Seconds(2));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << claimed << ": " << Text(r);
+    EXPECT_NE(r.status().message().find("SET"), std::string::npos) << r.status();
+    EXPECT_NE(r.status().message().find("fake redis 127.0.0.1:"), std::string::npos) << r.status();
+  }
+  EXPECT_EQ(Text(pool.Run({"SET", "k", small}, absl::Seconds(2))), "OK");
+}
+
+// A TLS client against a server that does not speak TLS: the handshake fails
+// (UNAVAILABLE), and OpenSSL's error queue of this thread is empty afterwards.
+TEST(RedisConnection, AFailedTlsHandshakeLeavesNoOpenSslErrorQueued) {
+  RedisTlsOptions o;
+  o.enabled = true;
+  o.verify = false;
+  absl::StatusOr<std::shared_ptr<const RedisTlsContext>> tls = RedisTlsContext::Create(o, "test");
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  for (const bool answer : {false, true}) {
+    FakeServer server([&](int fd, int) {
+      char hello[4096];
+      if (recv(fd, hello, sizeof hello, 0) <= 0) return;  // the ClientHello
+      if (answer) WriteAll(fd, "-ERR Protocol error: expected '*', got '\x16'\r\n");
+    });
+    RedisConnectionPool pool = Pool(server, *tls);
+    ERR_clear_error();
+    absl::StatusOr<RedisReply> r = pool.Run({"PING"}, absl::Seconds(2));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << Text(r);
+    EXPECT_EQ(ERR_peek_error(), 0ul) << (answer ? "plain reply: " : "closed: ") << TakeOpenSslErrors();
+    ERR_clear_error();
+  }
+}
+
+}  // namespace
+}  // namespace swa
+
+#else
+TEST(RedisConnection, NotBuilt) { GTEST_SKIP() << "built without hiredis"; }
+#endif
