@@ -1141,7 +1141,9 @@ SWA_API void swa_compress_args_init(swa_compress_args_t* args);
  *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
  *  \retval SWA_FAILED_PRECONDITION for a plan not built, cancelled or of
  *  another cache, or whose slots were freed or are being saved or restored
- *  (as at swa_step()).
+ *  (as at swa_step()), or when this compressor of the layer already ran for
+ *  this build of the plan (its store overwrote ring rows its windows read; the
+ *  message names the layer and compressor). A failed run may be repeated.
  *  \retval SWA_UNIMPLEMENTED on a backend without the compressor kernel.
  *  Nothing is written on failure.
  *  \note Threading as swa_step(): the plan's slots are held during the call. */
@@ -1757,8 +1759,11 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  `c >= valid_start` whose window history `c - W + 1 ... c - 1` the ring still
  *  holds. With `high` = one past the highest position the rings hold (at
  *  least written_end): `lo = max(0, valid_start)` while `high - R` is not above
- *  that, else `high - (R - W + 1)`. A slot with nothing saveable (valid_start >
- *  written_end, a slot prepared for replay) gives lo > hi.
+ *  that, else `high - (R - W + 1)`. With swa_cache_set_save_compression() on,
+ *  `lo` is also at least the smallest `c` whose open compressor window every
+ *  saved compressor ring still holds (\ref sem_checkpoint). A slot with
+ *  nothing saveable (valid_start > written_end, a slot prepared for replay)
+ *  gives lo > hi.
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.
  *  \param[out] lo Receives the lowest checkpoint position; may be NULL.

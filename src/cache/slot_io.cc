@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -168,6 +169,30 @@ CheckpointRange CheckpointRangeOf(const SlotState& state, uint32_t window, uint3
   CheckpointRange r;
   r.lo = static_cast<int32_t>(lo);  // <= max(valid_start, high): fits
   r.hi = state.written_end;
+  return r;
+}
+
+CheckpointRange CheckpointRangeOf(const SlotIo& io, const SlotState& state) {
+  CheckpointRange r = CheckpointRangeOf(state, io.layout->window(), io.layout->ring_len());
+  if (!io.compression) return r;
+  const int64_t high = plan::RingContentEnd(state.written_end, state.ring_high);
+  const int64_t floor = std::max<int64_t>(0, state.valid_start);
+  int64_t lo = r.lo;
+  for (uint32_t i = 0; i < io.layout->num_layers(); ++i) {
+    const LayerLayout& l = io.layout->layer(i);
+    if (!l.typed_compressor() || l.role != Role::kStored) continue;
+    const CompressGeometry g = l.compress_geometry();
+    // Every c passes while the ring holds max(0, v); otherwise c needs the
+    // first position of its open window, entry floor(c / rate), >= high - L.
+    const int64_t need = high - g.ring_len;
+    if (floor >= need) continue;
+    const int64_t rate = g.rate;
+    int64_t entry = (need + rate - 1) / rate;  // need > 0: the first entry starting at >= need
+    if (g.kind == CompressKind::kCsa) ++entry;  // a CSA window starts one stride earlier
+    lo = std::max(lo, entry * rate);
+  }
+  // lo > hi (nothing saveable) stays so; positions are int32.
+  r.lo = static_cast<int32_t>(std::min<int64_t>(lo, std::numeric_limits<int32_t>::max()));
   return r;
 }
 

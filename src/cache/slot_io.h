@@ -46,6 +46,13 @@ struct CheckpointRange {
 };
 CheckpointRange CheckpointRangeOf(const SlotState& state, uint32_t window, uint32_t ring_len);
 
+// The range swa_slot_checkpoint_range() reports for `io`'s cache: the one
+// above, and with the compression section (io.compression) lo raised until
+// every saved compressor ring holds the window open at each c >= lo
+// (common/compress_math.h, CompressRewindOk), so that SaveSlotAt accepts
+// every c in lo ... hi.
+CheckpointRange CheckpointRangeOf(const SlotIo& io, const SlotState& state);
+
 // SaveSlot of the slot as it stood at `position` (a checkpoint): the blob
 // records written_end = position and ring_high = max(written_end, ring_high).
 // OUT_OF_RANGE naming the reachable range when `position` is outside it;

@@ -26,9 +26,7 @@ SWA_API swa_status_t swa_slot_checkpoint_range(const swa_cache_t* cache, uint32_
           "slot %u was advanced by a graph decode; its lengths are known after "
           "swa_slot_set_lengths()",
           slot));
-    const swa::Layout& layout = cache->impl->layout();
-    const swa::CheckpointRange r =
-        swa::CheckpointRangeOf(s, layout.window(), layout.ring_len());
+    const swa::CheckpointRange r = swa::CheckpointRangeOf(cache->impl->slot_io(), s);
     if (lo != nullptr) *lo = r.lo;
     if (hi != nullptr) *hi = r.hi;
     return absl::OkStatus();

@@ -52,7 +52,10 @@ StepPlan::StepPlan(SlotTable* slots, const Layout& layout, PlanOptions options)
       window_(static_cast<int32_t>(layout.window())),
       ring_len_(static_cast<int32_t>(layout.ring_len())),
       ring_mod_(layout.ring_len()),
-      compress_rings_(CompressRingsOf(layout)) {
+      compress_rings_(CompressRingsOf(layout)),
+      compress_ran_(new std::atomic<uint8_t>[2 * size_t{layout.num_layers()}]),
+      n_compress_ran_(2 * size_t{layout.num_layers()}) {
+  for (size_t i = 0; i < n_compress_ran_; ++i) compress_ran_[i].store(0, std::memory_order_relaxed);
   const uint32_t n = layout.max_slots();
   slot_mark_.Reserve(n);
   slot_mark_.SetSize(n);
@@ -62,6 +65,7 @@ StepPlan::StepPlan(SlotTable* slots, const Layout& layout, PlanOptions options)
 void StepPlan::Clear() {
   path_ = Path::kNone;
   executed_ = false;
+  for (size_t i = 0; i < n_compress_ran_; ++i) compress_ran_[i].store(0, std::memory_order_relaxed);
   n_tokens_ = max_seqlen_q_ = max_seqlen_k_ = 0;
   for (auto* b : {&cu_seqlens_, &token_seq_, &store_rows_, &offset_len_, &decode_index_, &pivots_})
     b->SetSize(0);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -72,6 +73,18 @@ class StepPlan {
   // Safe to call from several layers' threads at once.
   void MarkExecuted() { executed_.store(true, std::memory_order_relaxed); }
 
+  // swa_compress_step runs each compressor of a layer once per build: its
+  // store overwrites ring rows its windows read, so a second run would pool
+  // the wrong rows. True for the first claim of (layer, compressor < 2) since
+  // the build; ReleaseCompress() gives it back (a run that failed). Safe to
+  // call from several layers' threads at once.
+  bool ClaimCompress(uint32_t layer, uint32_t compressor) {
+    return compress_ran_[2 * size_t{layer} + compressor].exchange(1, std::memory_order_relaxed) == 0;
+  }
+  void ReleaseCompress(uint32_t layer, uint32_t compressor) {
+    compress_ran_[2 * size_t{layer} + compressor].store(0, std::memory_order_relaxed);
+  }
+
   // ---- What was planned ----
   Path path() const { return path_; }
   bool built() const { return path_ != Path::kNone; }
@@ -126,6 +139,9 @@ class StepPlan {
   int32_t ring_len_;
   FastMod ring_mod_;  // p mod R
   std::vector<CompressRing> compress_rings_;  // typed compressor rings (compress_plan.h)
+  // [num_layers * 2]: (layer, compressor) ran since the build (ClaimCompress).
+  std::unique_ptr<std::atomic<uint8_t>[]> compress_ran_;
+  size_t n_compress_ran_ = 0;
 
   Path path_ = Path::kNone;
   std::atomic<bool> executed_{false};

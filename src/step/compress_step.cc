@@ -90,6 +90,11 @@ absl::Status RunCompressStep(Cache& cache, plan::StepPlan& plan, const CompressT
 
   SWA_RETURN_IF_ERROR(plan.TakeStepHolds());
   absl::Cleanup release = [&plan] { plan.ReleaseStepHolds(); };
+  if (!plan.ClaimCompress(t.layer, t.compressor))
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "layer %u's compressor %u already ran for this build of the plan: its store has "
+        "overwritten ring rows its windows read (run each compressor once per swa_plan_build)",
+        t.layer, t.compressor));
 
   CompressWork w;
   w.geometry = g;
@@ -115,7 +120,12 @@ absl::Status RunCompressStep(Cache& cache, plan::StepPlan& plan, const CompressT
   w.out_dtype = t.out_dtype;
   w.rope = rope.dims != 0 ? &rope : nullptr;
   w.stream = t.stream;
-  if (w.n_windows > 0 || w.n_store > 0) SWA_RETURN_IF_ERROR(cache.backend().CompressStep(w));
+  if (w.n_windows > 0 || w.n_store > 0) {
+    if (absl::Status st = cache.backend().CompressStep(w); !st.ok()) {
+      plan.ReleaseCompress(t.layer, t.compressor);  // not executed, as a failed swa_step
+      return st;
+    }
+  }
   plan.MarkExecuted();
   return absl::OkStatus();
 }

@@ -130,4 +130,49 @@ TEST(CompressStepArgs, EachBadRequestIsRefusedAndWritesNothing) {
   EXPECT_EQ(swa_plan_cancel(r.plan), SWA_FAILED_PRECONDITION);  // executed
 }
 
+// A compressor runs once per build: its store overwrites ring rows that its
+// windows read, so a second run of the same (layer, compressor) would pool the
+// step's own new rows in place of the older ones and return OK. It is refused
+// (FAILED_PRECONDITION naming the layer and compressor) and writes nothing; the
+// layer's other compressor still runs, and a new build runs both again.
+TEST(CompressStepArgs, ASecondRunOfACompressorIsRefused) {
+  Rig r;
+  ASSERT_EQ(swa_compress_step(r.cache, r.plan, &r.a), SWA_OK) << swa_last_error();
+  // Positions 5 ... 9: entry 2 (window 2 ... 5) reads rows 2, 3, 4 of the ring
+  // (L = 2c + N = 5), which the store then fills with positions 7, 8, 9.
+  swa_seq_t seq{r.slot, 5, 10, 0};
+  ASSERT_EQ(swa_plan_build(r.plan, &seq, 1), SWA_OK) << swa_last_error();
+  for (size_t i = 0; i < r.kv.size(); ++i) {
+    r.kv[i] = 0.1f * static_cast<float>(i % 13) - 0.4f;
+    r.gate[i] = 0.05f * static_cast<float>(i % 7);
+  }
+  r.out.assign(3 * 4, -7.0f);
+  r.a.out = r.out.data();
+  r.a.out_rows = 3;
+  ASSERT_EQ(swa_compress_step(r.cache, r.plan, &r.a), SWA_OK) << swa_last_error();
+  const std::vector<uint8_t> pool = r.Pool();
+  const std::vector<float> out = r.out;
+  EXPECT_EQ(swa_compress_step(r.cache, r.plan, &r.a), SWA_FAILED_PRECONDITION);
+  const std::string msg = swa_last_error();
+  EXPECT_NE(msg.find("layer 0's compressor 0 already ran"), std::string::npos) << msg;
+  EXPECT_TRUE(r.Pool() == pool);
+  EXPECT_TRUE(r.out == out);
+  // The indexer (compressor 1, rows of 2 * 2 values) has not run yet.
+  std::vector<float> iout(3 * 2, -7.0f);
+  swa_compress_args_t ia = r.a;
+  ia.compressor = 1;
+  ia.row_width = 4;
+  ia.norm_weight = r.weight.data();
+  ia.out = iout.data();
+  EXPECT_EQ(swa_compress_step(r.cache, r.plan, &ia), SWA_OK) << swa_last_error();
+  EXPECT_EQ(swa_compress_step(r.cache, r.plan, &ia), SWA_FAILED_PRECONDITION);
+  // A new build: both run again.
+  swa_seq_t next{r.slot, 1, 11, 0};
+  ASSERT_EQ(swa_plan_build(r.plan, &next, 1), SWA_OK) << swa_last_error();
+  r.a.rows = ia.rows = 1;
+  r.a.out_rows = ia.out_rows = 1;
+  EXPECT_EQ(swa_compress_step(r.cache, r.plan, &r.a), SWA_OK) << swa_last_error();
+  EXPECT_EQ(swa_compress_step(r.cache, r.plan, &ia), SWA_OK) << swa_last_error();
+}
+
 }  // namespace

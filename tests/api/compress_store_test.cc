@@ -280,15 +280,48 @@ TEST(CompressStore, CheckpointBeyondTheCompressorRing) {
   Rig::Entries e;
   r.Step(a, 0, 7, 0, &e);
   r.Step(a, 7, 7, 0, &e);  // E = 14; the HCA ring (L = 6) holds positions >= 8
-  int32_t lo = 0, hi = 0;
-  ASSERT_EQ(swa_slot_checkpoint_range(r.cache, a, &lo, &hi), SWA_OK);
-  ASSERT_LE(lo, 7);  // the SWA ring (R = 16) reaches back to 7; the HCA window at 7 starts at 4
+  // The SWA ring (R = 16) reaches back to 0; the HCA window open at 7 starts at 4.
   const uint8_t key[] = "c";
-  EXPECT_EQ(swa_slot_save_at(r.cache, a, 7, key, 1), SWA_OUT_OF_RANGE) << "lo " << lo;
+  EXPECT_EQ(swa_slot_save_at(r.cache, a, 7, key, 1), SWA_OUT_OF_RANGE);
   EXPECT_NE(std::strstr(swa_last_error(), "compressor ring of layer"), nullptr)
       << swa_last_error();
   EXPECT_TRUE(r.store.blobs.empty());
   EXPECT_EQ(swa_slot_save_at(r.cache, a, 13, key, 1), SWA_OK) << swa_last_error();
+}
+
+// swa_slot_checkpoint_range() with the compression section: every c in
+// lo ... hi is accepted by swa_slot_save_at() (include/swacache.h), so the
+// range ends where a saved compressor ring no longer holds the window open at
+// c; c = lo - 1 is refused. Without the section it is the SWA ring's range.
+TEST(CompressStore, CheckpointRangeIsWhatSaveAtAccepts) {
+  for (const bool compression : {true, false}) {
+    Rig r(compression, 16);
+    uint32_t a;
+    ASSERT_EQ(swa_slot_alloc(r.cache, &a), SWA_OK);
+    Rig::Entries e;
+    r.Step(a, 0, 7, 0, &e);
+    r.Step(a, 7, 7, 0, &e);  // E = 14
+    r.Step(a, 14, 3, 2, &e);  // E = 17, drafts up to 16
+    r.Step(a, 15, 3, 2, &e);  // rewound over one: E = 18, ring_high 18
+    int32_t lo = -1, hi = -1;
+    ASSERT_EQ(swa_slot_checkpoint_range(r.cache, a, &lo, &hi), SWA_OK) << swa_last_error();
+    EXPECT_EQ(hi, 18);
+    // HCA (c = 4, L = 6): the window open at c starts at 4 floor(c / 4) >= 12;
+    // CSA (L = 10): 4 (floor(c / 4) - 1) >= 8. The SWA ring alone: 18 - 16 + 3 = 5.
+    EXPECT_EQ(lo, compression ? 12 : 5) << "compression " << compression;
+    for (int32_t c = lo; c <= hi; ++c) {
+      const std::string key = "c" + std::to_string(c);
+      EXPECT_EQ(swa_slot_save_at(r.cache, a, c, reinterpret_cast<const uint8_t*>(key.data()),
+                                 key.size()),
+                SWA_OK)
+          << "c = " << c << " compression " << compression << ": " << swa_last_error();
+    }
+    const size_t stored = r.store.blobs.size();
+    EXPECT_EQ(swa_slot_save_at(r.cache, a, lo - 1, reinterpret_cast<const uint8_t*>("x"), 1),
+              SWA_OUT_OF_RANGE)
+        << "compression " << compression;
+    EXPECT_EQ(r.store.blobs.size(), stored);
+  }
 }
 
 // With a store secret the HMAC tag covers the section: a flipped section byte
