@@ -1,19 +1,46 @@
-// Fuzz harness (1): the blob parser and the restore path. The input is a blob
-// (the first byte chooses which header fields the harness repairs so that the
-// fuzzer gets past the checksum and the layout check: CRC, fingerprint,
-// payload length, magic/version, key hash/reserved). It goes through
-// VerifyBlob() and through swa_slot_restore() of key "k" from an engine store
-// that returns it. Seeds: tests/fuzz/corpus/blob/, written by
-// scripts/fuzz_blob_seeds.py. Promises checked: VerifyBlob and the restore
-// agree; a refused restore returns a known status with a message and leaves
-// the slot byte-for-byte and position-for-position unchanged; an accepted one
-// installs exactly the blob's payload and positions, and saving the slot again
-// gives back the same blob.
+// Fuzz harness (1): the blob parser and the restore path, blob format
+// versions 2, 3 (flags, HMAC-SHA-256 tag) and 4 (compression section).
+//
+// Input: a mode byte, a repair byte, then the blob the store returns for key
+// "k". Mode: bits 0-1 choose the fixture (fuzz_blob_fixture.h: plain, store
+// secret + namespace, compression section, both); 4: the blob's last 32
+// bytes are a tag (the repairs below count the payload without them);
+// 8: recompute that tag (the fixture's secret, or another one when it has
+// none) after the other repairs; 16: set the flags to the fixture's (tag bit
+// with mode 4, compression bit for the compression fixtures); 32: repair 8
+// writes version 2 instead of the fixture's version (3, or 4 with the
+// section). Repair (fields fixed so that the fuzzer gets past the checks in
+// front of them): 1 CRC, 2 fingerprint, 4 payload length, 8 magic/version/
+// header size, 16 pad to the fixture's blob length, 32 key hash and reserved
+// bytes.
+//
+// Promises checked, against a reference written out from docs/store.md:
+// VerifyBlob returns DATA_LOSS or FAILED_PRECONDITION when it refuses; with
+// a secret, the restore accepts exactly the blobs of the right length whose
+// tag (OpenSSL's HMAC() over header, store key length, store key, payload)
+// holds, that VerifyBlob accepts and that carry the tag flag, and refuses a
+// blob whose tag does not hold with DATA_LOSS; without one, it accepts
+// exactly the blobs VerifyBlob accepts that do not carry the tag flag, and
+// refuses a blob of the right length with VerifyBlob's code. A refused
+// restore reports a message and leaves the slot byte for byte and position
+// for position unchanged; an accepted one installs exactly the stored region
+// and the compression section's rings and the positions, touches no other
+// byte, and saving the slot again gives back the blob (in the version this
+// library writes, tag recomputed).
+//
+// Seeds: tests/fuzz/corpus/blob/, written by this harness from blobs that the
+// library's own save produced (valid v2, v3, tagged v3, v4 and tagged v4
+// blobs, and near misses):
+//   SWA_FUZZ_BLOB_SEEDS=tests/fuzz/corpus/blob build-asan/tests/fuzz/fuzz_blob
+// On every start the harness checks that the valid ones restore.
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_blob_fixture.h"
 #include "fuzz/fuzz_input.h"
 #include "store/blob.h"
 #include "store/crc32c.h"
@@ -22,131 +49,110 @@
 namespace {
 
 using swa_fuzz::Check;
+using swa_fuzz_blob::F;
+using swa_fuzz_blob::Fixture;
+using swa_fuzz_blob::GetLe;
+using swa_fuzz_blob::kHeader;
+using swa_fuzz_blob::kKey;
+using swa_fuzz_blob::kSecret;
+using swa_fuzz_blob::kTag;
+using swa_fuzz_blob::Piece;
+using swa_fuzz_blob::PutLe;
 
-struct Fixture {
-  swa_layer_desc_t layers[2];
-  swa_cache_t* cache = nullptr;
-  swa_layout_t layout{};
-  uint8_t* pool = nullptr;
-  std::vector<uint8_t> blob;  // what the store's get returns
-  std::vector<uint8_t> saved;  // what the store's put received
+constexpr uint8_t kModeTagShape = 4, kModeRetag = 8, kModeFlags = 16, kModeV2 = 32;
+constexpr uint8_t kRepairCrc = 1, kRepairFingerprint = 2, kRepairLength = 4, kRepairMagic = 8,
+                  kRepairPad = 16, kRepairKey = 32;
 
-  Fixture() {
-    for (int i = 0; i < 2; ++i) {
-      swa_layer_desc_init(&layers[i]);
-      layers[i].role = i == 0 ? SWA_LAYER_STORED : SWA_LAYER_DROPPED;
-      layers[i].q_heads = 1;
-      layers[i].head_dim = 32;
-      layers[i].kv_format = i == 0 ? SWA_FORMAT_BF16 : SWA_FORMAT_MXFP8;
-    }
-    swa_config_t c;
-    swa_config_init(&c);
-    c.window = 4;
-    c.max_slots = 2;
-    c.backend = SWA_BACKEND_CPU;
-    c.num_threads = 1;
-    c.num_layers = 2;
-    c.layers = layers;
-    Check(swa_cache_create(&c, &cache) == SWA_OK, "create");
-    layout.struct_size = sizeof layout;
-    Check(swa_cache_layout(cache, &layout) == SWA_OK, "layout");
-    swa_layer_layout_t ll;
-    ll.struct_size = sizeof ll;
-    swa_tensor_view_t v;
-    v.struct_size = sizeof v;
-    Check(swa_cache_layer_layout(cache, 0, &ll) == SWA_OK && swa_cache_layer_view(cache, 0, &v) == SWA_OK,
-          "view");
-    pool = static_cast<uint8_t*>(v.data) - ll.ring_offset;
-    swa_kv_store_t t;
-    swa_kv_store_init(&t);
-    t.user_data = this;
-    t.put = [](void* u, const uint8_t*, size_t, const swa_iov_t* iov, size_t n, char*, size_t) {
-      auto* f = static_cast<Fixture*>(u);
-      f->saved.clear();
-      for (size_t i = 0; i < n; ++i) {
-        const uint8_t* p = static_cast<const uint8_t*>(iov[i].data);
-        f->saved.insert(f->saved.end(), p, p + iov[i].size);
-      }
-      return SWA_OK;
-    };
-    t.get = [](void* u, const uint8_t*, size_t, const swa_iov_t* iov, size_t n, uint64_t* size,
-               char*, size_t) {
-      auto* f = static_cast<Fixture*>(u);
-      if (*size == f->blob.size()) {
-        size_t off = 0;
-        for (size_t i = 0; i < n; ++i) {
-          std::memcpy(iov[i].data, f->blob.data() + off, iov[i].size);
-          off += iov[i].size;
-        }
-      }
-      *size = f->blob.size();
-      return SWA_OK;
-    };
-    Check(swa_cache_set_store(cache, &t) == SWA_OK, "set store");
-    uint32_t s;
-    Check(swa_slot_alloc(cache, &s) == SWA_OK && s == 0, "alloc");
+void PutCrc(std::vector<uint8_t>& b, size_t body) {
+  uint32_t crc = swa::Crc32c(0, b.data(), 60);
+  crc = swa::Crc32c(crc, b.data() + kHeader, body - kHeader);
+  PutLe(&b[60], crc, 4);
+}
+
+void Repair(const Fixture& f, uint8_t mode, uint8_t repair, std::vector<uint8_t>& b) {
+  const size_t tag = (mode & kModeTagShape) ? kTag : 0;
+  if ((repair & kRepairPad) && b.size() < kHeader + f.payload_bytes + tag)
+    b.resize(kHeader + f.payload_bytes + tag, 0x5A);  // right length, fuzzed header
+  if (b.size() < kHeader + tag) return;
+  const size_t body = b.size() - tag;  // header + payload
+  if (repair & kRepairMagic) {
+    std::memcpy(b.data(), "SWAB", 4);
+    PutLe(&b[4], (mode & kModeV2) ? 2 : f.compression ? 4 : 3, 2);
+    PutLe(&b[6], kHeader, 2);
   }
-  uint8_t* Slot() const { return pool; }
-};
-
-Fixture& F() {
-  static Fixture* f = new Fixture();  // lives for the process (no leak report: reachable)
-  return *f;
+  if (repair & kRepairFingerprint) PutLe(&b[8], f.layout.fingerprint, 8);
+  if (repair & kRepairLength) PutLe(&b[24], body - kHeader, 8);
+  if (repair & kRepairKey) {
+    PutLe(&b[swa::kBlobKeyHashOffset], swa::BlobKeyHash(kKey), 8);
+    std::memset(&b[swa::kBlobReservedOffset], 0, swa::kBlobChecksumOffset - swa::kBlobReservedOffset);
+  }
+  if (mode & kModeFlags)
+    PutLe(&b[swa::kBlobFlagsOffset],
+          (mode & kModeV2) ? 0 : (tag ? 1 : 0) | (f.compression ? 2 : 0), 4);
+  if (repair & kRepairCrc) PutCrc(b, body);
+  if ((mode & kModeRetag) && tag) f.OwnTag(b.data(), body, &b[body]);
 }
 
-void PutLe(uint8_t* p, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t GetLe(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
+swa_status_t Code(const absl::Status& s) {
+  if (absl::IsDataLoss(s)) return SWA_DATA_LOSS;
+  if (absl::IsFailedPrecondition(s)) return SWA_FAILED_PRECONDITION;
+  return SWA_INTERNAL;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  Fixture& f = F();
-  const uint8_t repair = data[0];
-  f.blob.assign(data + 1, data + size);
+// Runs one input; returns the restore's status.
+swa_status_t RunOne(const uint8_t* data, size_t size) {
+  if (size < 2) return SWA_INVALID_ARGUMENT;
+  const uint8_t mode = data[0];
+  Fixture& f = F(mode & 3);
+  f.blob.assign(data + 2, data + size);
   std::vector<uint8_t>& b = f.blob;
-  if ((repair & 16) && b.size() < swa::kBlobHeaderBytes + f.layout.stored_bytes)
-    b.resize(swa::kBlobHeaderBytes + f.layout.stored_bytes, 0x5A);  // right length, fuzzed header
-  if (b.size() >= swa::kBlobHeaderBytes) {
-    if (repair & 8) {
-      std::memcpy(b.data(), "SWAB", 4);
-      PutLe(&b[4], swa::kBlobVersion, 2);
-      PutLe(&b[6], 64, 2);
-    }
-    if (repair & 2) PutLe(&b[8], f.layout.fingerprint, 8);
-    if (repair & 4) PutLe(&b[24], b.size() - swa::kBlobHeaderBytes, 8);
-    if (repair & 32) {
-      PutLe(&b[swa::kBlobKeyHashOffset], swa::BlobKeyHash("k"), 8);
-      std::memset(&b[swa::kBlobReservedOffset], 0,
-                  swa::kBlobChecksumOffset - swa::kBlobReservedOffset);
-    }
-    if (repair & 1) {
-      uint32_t crc = swa::Crc32c(0, b.data(), 60);
-      crc = swa::Crc32c(crc, b.data() + 64, b.size() - 64);
-      PutLe(&b[60], crc, 4);
-    }
-  }
-  // The parser alone.
-  const swa::BlobExpectation expect{f.layout.fingerprint, f.layout.stored_bytes,
-                                    swa::BlobKeyHash("k")};
+  Repair(f, mode, data[1], b);
+  const uint64_t payload = f.payload_bytes;
+  const size_t untagged = kHeader + payload;
+
+  // The parser alone, and the reference verdict.
+  const swa::BlobExpectation expect{f.layout.fingerprint, payload, swa::BlobKeyHash(kKey),
+                                    f.compression};
   const absl::StatusOr<swa::BlobHeader> parsed = swa::VerifyBlob(b.data(), b.size(), expect);
   if (!parsed.ok())
     Check(absl::IsDataLoss(parsed.status()) || absl::IsFailedPrecondition(parsed.status()),
           "VerifyBlob status");
+  bool accept = false;
+  swa_status_t want = SWA_OK;  // the refusal's code, when the reference knows it
+  if (f.secret) {
+    bool tag_ok = false;
+    if (b.size() == untagged + kTag) {
+      uint8_t t[kTag];
+      f.Tag(kSecret, sizeof kSecret, b.data(), untagged, t);
+      tag_ok = std::memcmp(t, &b[untagged], kTag) == 0;
+    }
+    if (!tag_ok) {
+      want = SWA_DATA_LOSS;
+    } else {
+      const absl::StatusOr<swa::BlobHeader> body = swa::VerifyBlob(b.data(), untagged, expect);
+      if (!body.ok())
+        want = Code(body.status());
+      else if ((body->flags & swa::kBlobFlagTagged) == 0)
+        want = SWA_DATA_LOSS;
+      else
+        accept = true;
+    }
+  } else if (b.size() == untagged) {
+    if (!parsed.ok())
+      want = Code(parsed.status());
+    else if ((parsed->flags & swa::kBlobFlagTagged) != 0)
+      want = SWA_DATA_LOSS;
+    else
+      accept = true;
+  }
 
   // The restore path: slot 0 holds a known pattern and positions.
-  const uint64_t stored = f.layout.stored_bytes;
-  for (uint64_t i = 0; i < f.layout.slot_bytes; ++i) f.Slot()[i] = static_cast<uint8_t>(i * 7 + 1);
+  const uint64_t slot_bytes = f.layout.slot_bytes;
+  for (uint64_t i = 0; i < slot_bytes; ++i) f.slot[i] = static_cast<uint8_t>(i * 7 + 1);
   Check(swa_slot_reset(f.cache, 0) == SWA_OK, "reset");
   int32_t rs, rl;
   Check(swa_slot_begin_replay(f.cache, 0, 9, &rs, &rl) == SWA_OK, "replay");
-  const std::vector<uint8_t> before(f.Slot(), f.Slot() + f.layout.slot_bytes);
+  const std::vector<uint8_t> before(f.slot, f.slot + slot_bytes);
   swa_slot_info_t info_before{sizeof(swa_slot_info_t)}, info{sizeof(swa_slot_info_t)};
   Check(swa_slot_info(f.cache, 0, &info_before) == SWA_OK, "info");
   const uint8_t key[] = {'k'};
@@ -154,21 +160,159 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(swa_slot_info(f.cache, 0, &info) == SWA_OK, "info");
   if (s != SWA_OK) {
     Check(swa_fuzz::KnownStatus(s) && swa_last_error()[0] != '\0', "restore failure reported");
-    Check(!parsed.ok(), "restore refused a blob VerifyBlob accepts");
-    Check(std::memcmp(before.data(), f.Slot(), before.size()) == 0, "a refused restore wrote the slot");
+    Check(!accept, "restore refused a blob the reference accepts");
+    Check(s == SWA_DATA_LOSS || s == SWA_FAILED_PRECONDITION, "restore refusal code");
+    Check(want == SWA_OK || s == want, "restore refusal code is the reference's");
+    Check(std::memcmp(before.data(), f.slot, before.size()) == 0, "a refused restore wrote the slot");
     Check(info.written_end == info_before.written_end && info.valid_start == info_before.valid_start,
           "a refused restore changed the positions");
-    return 0;
+    return s;
   }
-  Check(parsed.ok(), "restore accepted a blob VerifyBlob refuses");
-  Check(b.size() == swa::kBlobHeaderBytes + stored, "accepted blob size");
-  Check(std::memcmp(f.Slot(), b.data() + swa::kBlobHeaderBytes, stored) == 0, "payload installed");
-  Check(std::memcmp(f.Slot() + stored, before.data() + stored, before.size() - stored) == 0,
-        "restore wrote past the stored region");
+  Check(accept, "restore accepted a blob the reference refuses");
+  // The slot as it must be: the stored region, then each ring of the section.
+  std::vector<uint8_t> expected = before;
+  std::memcpy(expected.data(), &b[kHeader], f.layout.stored_bytes);
+  uint64_t at = kHeader + f.layout.stored_bytes;
+  for (const Piece& p : f.pieces) {
+    Check(p.offset + p.bytes <= slot_bytes, "ring inside the slot");
+    std::memcpy(expected.data() + p.offset, &b[at], p.bytes);
+    at += p.bytes;
+  }
+  Check(at == untagged, "section length");
+  Check(std::memcmp(expected.data(), f.slot, slot_bytes) == 0,
+        "restore installed the payload and nothing else");
   Check(info.written_end == static_cast<int32_t>(GetLe(&b[16], 4)) &&
             info.valid_start == static_cast<int32_t>(GetLe(&b[20], 4)),
         "restored positions");
   Check(swa_slot_save(f.cache, 0, key, 1) == SWA_OK, "save after restore");
-  Check(f.saved == b, "save after restore gives back the blob");
+  // What this library writes for the blob: version 3 (4 with the section),
+  // flags as accepted, CRC and tag recomputed when the version changed.
+  std::vector<uint8_t> again(b.begin(), b.begin() + untagged);
+  PutLe(&again[4], f.compression ? 4 : 3, 2);
+  PutCrc(again, untagged);
+  if (f.secret) {
+    again.resize(untagged + kTag);
+    f.Tag(kSecret, sizeof kSecret, again.data(), untagged, &again[untagged]);
+  }
+  Check(f.saved == again, "save after restore gives back the blob");
+  return s;
+}
+
+// ---- Seeds ----------------------------------------------------------------
+
+struct Seed {
+  std::string name;
+  std::vector<uint8_t> bytes;  // mode, repair, blob
+  bool valid;                  // must restore
+};
+
+// A blob of fixture `which` saved by the library: slot 0 filled with bytes
+// from `seed`, positions from a replay of `hit`.
+std::vector<uint8_t> Saved(int which, uint32_t seed, int32_t hit) {
+  Fixture& f = F(which);
+  uint32_t x = seed * 2654435761u + 1;
+  for (uint64_t i = 0; i < f.layout.slot_bytes; ++i) {
+    x = x * 1664525u + 1013904223u;
+    f.slot[i] = static_cast<uint8_t>(x >> 24);
+  }
+  Check(swa_slot_reset(f.cache, 0) == SWA_OK, "reset");
+  int32_t rs, rl;
+  Check(swa_slot_begin_replay(f.cache, 0, hit, &rs, &rl) == SWA_OK, "replay");
+  const uint8_t key[] = {'k'};
+  Check(swa_slot_save(f.cache, 0, key, 1) == SWA_OK, "seed save");
+  return f.saved;
+}
+
+std::vector<uint8_t> Input(uint8_t mode, uint8_t repair, const std::vector<uint8_t>& blob) {
+  std::vector<uint8_t> in = {mode, repair};
+  in.insert(in.end(), blob.begin(), blob.end());
+  return in;
+}
+
+std::vector<Seed> Seeds() {
+  // Valid seeds repair the fingerprint and CRC (and tag), so that they stay
+  // deep when a layout change moves the fingerprint.
+  const uint8_t deep = kRepairFingerprint | kRepairCrc;
+  std::vector<Seed> s;
+  std::vector<uint8_t> v3 = Saved(0, 1, 9);
+  Check(v3.size() == kHeader + F(0).payload_bytes && v3[4] == 3, "plain blob is v3, untagged");
+  s.push_back({"v3_plain", Input(0, deep, v3), true});
+  // Positions with rejected drafts: ring_high above written_end.
+  std::vector<uint8_t> drafts = v3;
+  PutLe(&drafts[16], 7, 4);
+  PutLe(&drafts[20], 2, 4);
+  PutLe(&drafts[32], 12, 4);
+  s.push_back({"v3_plain_drafts", Input(0, deep, drafts), true});
+  s.push_back({"v2_plain", Input(kModeV2, deep | kRepairMagic, Saved(0, 2, 5)), true});
+  // A tagged blob for a cache without a secret; a v3 blob flagged compressed.
+  std::vector<uint8_t> tagged_for_plain = Saved(0, 3, 6);
+  tagged_for_plain.resize(tagged_for_plain.size() + kTag);
+  s.push_back({"v3_tagged_no_secret",
+               Input(kModeTagShape | kModeRetag | kModeFlags, deep, tagged_for_plain), false});
+  std::vector<uint8_t> v3_compressed = Saved(0, 4, 3);
+  PutLe(&v3_compressed[swa::kBlobFlagsOffset], swa::kBlobFlagCompression, 4);
+  s.push_back({"v3_flagged_compression", Input(0, deep, v3_compressed), false});
+
+  const std::vector<uint8_t> t3 = Saved(1, 5, 10);
+  Check(t3.size() == kHeader + F(1).payload_bytes + kTag, "secret blob is tagged");
+  s.push_back({"v3_tagged", Input(1 | kModeTagShape | kModeRetag, deep, t3), true});
+  s.push_back({"v3_tagged_exact", Input(1 | kModeTagShape, 0, t3), true});
+  std::vector<uint8_t> stripped(t3.begin(), t3.end() - kTag);
+  s.push_back({"v3_tag_stripped", Input(1, deep, stripped), false});
+  s.push_back({"v3_untagged_for_secret", Input(1, deep, Saved(0, 6, 4)), false});
+  std::vector<uint8_t> altered = t3;
+  altered[kHeader + 17] ^= 0x40;
+  s.push_back({"v3_tagged_altered", Input(1 | kModeTagShape, deep, altered), false});
+
+  const std::vector<uint8_t> v4 = Saved(2, 7, 11);
+  Check(v4.size() == kHeader + F(2).payload_bytes && v4[4] == 4 &&
+            F(2).payload_bytes > F(2).layout.stored_bytes,
+        "compression blob is v4 with the section");
+  s.push_back({"v4_section", Input(2, deep, v4), true});
+  std::vector<uint8_t> v4_short(v4.begin(), v4.end() - 1);
+  s.push_back({"v4_section_short", Input(2, deep | kRepairLength, v4_short), false});
+  std::vector<uint8_t> v4_unflagged = v4;
+  PutLe(&v4_unflagged[swa::kBlobFlagsOffset], 0, 4);
+  s.push_back({"v4_unflagged", Input(2, deep, v4_unflagged), false});
+  s.push_back({"v3_without_section", Input(2, deep, Saved(0, 8, 2)), false});
+  const std::vector<uint8_t> t4 = Saved(3, 9, 13);
+  Check(t4.size() == kHeader + F(3).payload_bytes + kTag && t4[4] == 4, "tagged v4");
+  s.push_back({"v4_section_tagged", Input(3 | kModeTagShape | kModeRetag, deep, t4), true});
+  std::vector<uint8_t> t4_flip = t4;
+  t4_flip[t4.size() - kTag - 3] ^= 1;  // a section byte
+  s.push_back({"v4_section_tagged_flip", Input(3 | kModeTagShape, deep, t4_flip), false});
+  s.push_back({"short", {0, 0, 'S', 'W', 'A', 'B'}, false});
+  return s;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // The seeds come from the library's own saves: check that the valid ones
+  // restore and the others do not, and write them out when asked.
+  const char* out = std::getenv("SWA_FUZZ_BLOB_SEEDS");
+  for (const Seed& seed : Seeds()) {
+    const swa_status_t st = RunOne(seed.bytes.data(), seed.bytes.size());
+    if ((st == SWA_OK) != seed.valid) {
+      std::fprintf(stderr, "seed %s: restore status %d\n", seed.name.c_str(), st);
+      Check(false, "a seed restores as the seed list says");
+    }
+    if (out == nullptr) continue;
+    const std::string path = std::string(out) + "/" + seed.name;
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    Check(file != nullptr, "open seed file");
+    Check(std::fwrite(seed.bytes.data(), 1, seed.bytes.size(), file) == seed.bytes.size() &&
+              std::fclose(file) == 0,
+          "write seed file");
+  }
+  if (out != nullptr) {
+    std::fprintf(stderr, "fuzz_blob: seeds written to %s\n", out);
+    std::exit(0);
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  RunOne(data, size);
   return 0;
 }
