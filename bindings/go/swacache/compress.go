@@ -78,8 +78,18 @@ type CompressArgs struct {
 // CompressStep runs one compressor of one layer of the plan (swa_compress_step)
 // on the CPU backend: the entries of the closing windows into Out, then the
 // new rows into the ring. The library checks the shapes (RowWidth, T, Out's
-// rows) and names what is wrong; nothing is written on failure.
+// rows) and names what is wrong; EntryDim, PositionBias and NormWeight are
+// checked here against the layer's compressor (the library cannot see Go
+// slice lengths). Nothing is written on failure.
 func (p *Plan) CompressStep(a *CompressArgs) error {
+	// The layer's widths, read before the plan's lock; an untyped layer or a
+	// bad id is left to the library, which names it before reading anything.
+	var want *LayerLayout
+	if a != nil && p != nil && p.c != nil {
+		if ll, err := p.c.LayerLayout(a.Layer); err == nil && ll.CompressKind != CompressOpaque {
+			want = &ll
+		}
+	}
 	cp, pp, err := p.lock()
 	if err != nil {
 		return err
@@ -96,6 +106,25 @@ func (p *Plan) CompressStep(a *CompressArgs) error {
 	}
 	if a.EntryDim == 0 {
 		return errorf(CodeInvalidArgument, "EntryDim = 0: give d, the compressor's entry width")
+	}
+	if want != nil && a.Compressor <= 1 {
+		d, s := want.CompressHeadDim, want.CompressRowValues
+		if a.Compressor == 1 {
+			d, s = want.IndexHeadDim, 2*want.IndexHeadDim
+		}
+		if d != 0 {
+			if a.EntryDim != d {
+				return errorf(CodeInvalidArgument, "EntryDim = %d: layer %d's compressor %d has entries of d = %d",
+					a.EntryDim, a.Layer, a.Compressor, d)
+			}
+			if uint64(len(a.PositionBias)) != uint64(want.CompressRatio)*uint64(s) {
+				return errorf(CodeInvalidArgument, "PositionBias has %d values, want c x S = %d x %d",
+					len(a.PositionBias), want.CompressRatio, s)
+			}
+			if uint64(len(a.NormWeight)) != uint64(d) {
+				return errorf(CodeInvalidArgument, "NormWeight has %d values, want d = %d", len(a.NormWeight), d)
+			}
+		}
 	}
 	if p.s.built && a.RowWidth > 0 && (int64(a.KV.len()) != p.s.nTokens*int64(a.RowWidth) ||
 		int64(a.Gate.len()) != p.s.nTokens*int64(a.RowWidth)) {

@@ -225,3 +225,68 @@ func TestCompressRingViewSegmentsAndRefusals(t *testing.T) {
 		t.Fatal("layer 5 does not exist")
 	}
 }
+
+// The slices the library reads or writes by the layer's sizes are checked
+// against the layer here: an EntryDim below d made Out look longer than it is
+// (the library wrote past it), a short PositionBias or NormWeight was read past
+// its end. Each is refused naming it, with nothing written.
+func TestCompressStepChecksSliceLengthsAgainstTheLayer(t *testing.T) {
+	c, err := NewCache(compressConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	slot, _ := c.AllocSlot()
+	plan, _ := c.NewPlan()
+	defer plan.Close()
+	if err := plan.Build([]Seq{{Slot: slot, SeqlenQ: 8, SeqlenK: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	kv := make([]float32, 8*16) // HCA layer 1: c 4, d 16; entries 0 and 1 close
+	for i := range kv {
+		kv[i] = 0.01 * float32(i%37)
+	}
+	bias, wgt := make([]float32, 4*16+4), make([]float32, 16+4)
+	for i := range wgt {
+		wgt[i] = 1
+	}
+	buf := make([]float32, 2*16+16)
+	for i := range buf {
+		buf[i] = -7
+	}
+	args := func() CompressArgs {
+		return CompressArgs{Layer: 1, KV: F32(kv), Gate: F32(kv), RowWidth: 16,
+			PositionBias: bias[:4*16], NormWeight: wgt[:16], Out: F32(buf[:2*16]), EntryDim: 16}
+	}
+	bad := []struct {
+		name, named string
+		edit        func(*CompressArgs)
+	}{
+		{"EntryDim d / 2 with Out 1.5 entries long", "EntryDim = 8",
+			func(a *CompressArgs) { a.EntryDim, a.Out = 8, F32(buf[:16+8]) }},
+		{"short PositionBias", "PositionBias", func(a *CompressArgs) { a.PositionBias = bias[:4*16-1] }},
+		{"short NormWeight", "NormWeight", func(a *CompressArgs) { a.NormWeight = wgt[:15] }},
+	}
+	for _, b := range bad {
+		a := args()
+		b.edit(&a)
+		err := plan.CompressStep(&a)
+		if err == nil || codeOf(err) != CodeInvalidArgument || !strings.Contains(err.Error(), b.named) {
+			t.Fatalf("%s: %v", b.name, err)
+		}
+		for i, v := range buf {
+			if v != -7 {
+				t.Fatalf("%s: out value %d written (%g)", b.name, i, v)
+			}
+		}
+	}
+	a := args()
+	if err := plan.CompressStep(&a); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range buf {
+		if (i < 2*16) == (v == -7) {
+			t.Fatalf("out value %d = %g after the good call", i, v)
+		}
+	}
+}
