@@ -31,11 +31,11 @@ using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
 class RedisConnection {
  public:
   // TCP connect to host:port (every address it resolves to), then the TLS
-  // handshake when `tls` is set, within `timeout` in all. Failures name
-  // `name`: UNAVAILABLE (refused, unreachable, a handshake that fails, e.g.
-  // against a plain-TCP port), DEADLINE_EXCEEDED (timed out),
-  // UNAUTHENTICATED (the server's certificate fails verification, or the
-  // server refuses ours).
+  // handshake when `tls` is set, within `timeout` in all (name resolution
+  // aside: getaddrinfo takes as long as the resolver does). Failures name
+  // `name`: UNAVAILABLE (refused, unreachable, timed out, a handshake that
+  // fails or times out, e.g. against a plain-TCP port), UNAUTHENTICATED (the
+  // server's certificate fails verification, or the server refuses ours).
   static absl::StatusOr<std::unique_ptr<RedisConnection>> Open(
       const std::string& host, uint32_t port, std::shared_ptr<const RedisTlsContext> tls,
       std::string name, absl::Duration timeout);
