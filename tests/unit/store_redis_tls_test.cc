@@ -180,6 +180,35 @@ TEST_F(RedisTlsTest, ConcurrentCallsShareTheTlsPool) {
   t.release(t.user_data);
 }
 
+// One caller, one pooled TLS connection: calls reuse it, none reconnects
+// (the pool's idle check must not take post-handshake records, such as TLS
+// 1.3 session tickets, for a closed or out-of-step connection).
+TEST_F(RedisTlsTest, SequentialCallsReuseOnePooledTlsConnection) {
+  auto connections = [&] {
+    const std::string info = server_->Command({"INFO", "stats"}).str;
+    const size_t at = info.find("total_connections_received:");
+    return at == std::string::npos ? -1 : std::stoll(info.substr(at + 27));
+  };
+  swa_kv_store_t t;
+  std::string error;
+  ASSERT_EQ(Create(Config(), &t, &error), SWA_OK) << error;
+  const long long before = connections();
+  ASSERT_GE(before, 0);
+  char msg[SWA_STORE_MESSAGE_BYTES];
+  const std::string v = RandomBytes(5000, 3);
+  const swa_iov_t put[1] = {Iov(v.data(), v.size())};
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = "reuse-" + std::to_string(i);
+    const auto* k = reinterpret_cast<const uint8_t*>(key.data());
+    ASSERT_EQ(t.put(t.user_data, k, key.size(), put, 1, msg, sizeof msg), SWA_OK) << msg;
+    uint32_t exists = 7;
+    ASSERT_EQ(t.exists(t.user_data, k, key.size(), &exists, msg, sizeof msg), SWA_OK) << msg;
+  }
+  // The second INFO's own admin connection is the one new connection.
+  EXPECT_EQ(connections() - before, 1);
+  t.release(t.user_data);
+}
+
 TEST_F(RedisTlsTest, WrongCaIsUnauthenticated) {
   swa_store_redis_config_t c = Config();
   const std::string other = files_->path("otherca.crt");
