@@ -293,8 +293,10 @@ TEST(RedisConnection, AFailedTlsHandshakeLeavesNoOpenSslErrorQueued) {
   RedisTlsOptions o;
   o.enabled = true;
   o.verify = false;
+  ERR_clear_error();
   absl::StatusOr<std::shared_ptr<const RedisTlsContext>> tls = RedisTlsContext::Create(o, "test");
   ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_EQ(ERR_peek_error(), 0ul) << "after Create (the system's CA paths): " << TakeOpenSslErrors();
   for (const bool answer : {false, true}) {
     FakeServer server([&](int fd, int) {
       char hello[4096];
