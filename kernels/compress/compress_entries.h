@@ -15,21 +15,9 @@
 
 namespace swa::kernels {
 
-// One closing window, field for field swa_compress_window_t (the backend's
-// CompressWindow): kernels/ sees only common/, the launcher copies the bytes.
-struct CompressWindowDev {
-  uint32_t seq;
-  uint32_t slot;
-  int32_t entry;
-  int32_t position;
-  int32_t first_position;
-  int32_t n_missing;
-  int32_t n_ring;
-  int32_t ring_row;
-  int32_t n_new;
-  int32_t new_row;
-};
-static_assert(sizeof(CompressWindowDev) == 40, "swa_compress_window_t is 40 bytes");
+// One closing window: the planner's CompressWindow (common/compress_math.h,
+// field for field swa_compress_window_t); the launcher copies the bytes.
+using CompressWindowDev = ::swa::CompressWindow;
 
 struct CompressEntriesParams {
   CompressGeometry geometry{};   // kind, rate c, ring rows L

@@ -16,10 +16,6 @@
 namespace swa::cuda {
 namespace {
 
-static_assert(sizeof(CompressWindow) == sizeof(kernels::CompressWindowDev),
-              "the device copy of a window is the planner's, byte for byte");
-static_assert(offsetof(CompressWindow, new_row) == offsetof(kernels::CompressWindowDev, new_row));
-
 size_t AlignUp(size_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
