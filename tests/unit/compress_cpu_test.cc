@@ -75,7 +75,7 @@ TEST(CompressCpu, MatchesTheSharedPerFeatureArithmeticBitForBit) {
         w.row_values = sv;
         w.row_format = fmt;
         w.ring_base = ring.data();
-        w.slot_bytes = uint64_t{L} * row_bytes;
+        w.slot_bytes = static_cast<uint64_t>(L) * row_bytes;
         w.row_bytes = row_bytes;
         w.windows = wins.data();
         w.n_windows = wins.size();
