@@ -1159,7 +1159,11 @@ SWA_API swa_status_t swa_compress_step(swa_cache_t* cache, swa_plan_t* plan,
  *  section read by a cache with the setting on (or the reverse) is refused
  *  (SWA_FAILED_PRECONDITION or SWA_DATA_LOSS naming the sizes), slot unchanged.
  *  Caches without typed compressors on stored layers save as before whatever
- *  the setting. Off by default (blobs as before, format version 3).
+ *  the setting (format version 3). On by default. With `enable` = 0 the blobs
+ *  leave the compressor rings out (version 3) and a restore leaves the slot's
+ *  compressor rings as they were: the windows that close next would pool the
+ *  slot's previous rows, so turn it off only when the engine refills the rings
+ *  itself (swa_cache_compress_view()) before the next swa_compress_step().
  *  swa_slot_save_at() at a position whose compressor rows the rings no longer
  *  hold fails with SWA_OUT_OF_RANGE naming the layer.
  *  \param[in] cache The cache.

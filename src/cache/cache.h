@@ -89,7 +89,10 @@ class Cache {
   mutable absl::Mutex store_mu_;
   std::shared_ptr<BlobStore> store_ ABSL_GUARDED_BY(store_mu_);
   StagingPool store_staging_;
-  std::atomic<bool> save_compression_{false};
+  // On by default: without the section a restore leaves the compressor rings
+  // as the slot had them, and the next windows would pool another sequence's
+  // rows (only an engine that refills the rings itself turns it off).
+  std::atomic<bool> save_compression_{true};
   BlobStoreSecurity store_security_;
   // ---- end of the external KV store block ------------------------------------
 };
