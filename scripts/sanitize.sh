@@ -35,7 +35,7 @@ source scripts/build_env.sh
 # compiler, Python ctypes, the Rust and Go bindings (each would need the
 # sanitizer runtime preloaded into its own toolchain's programs), the
 # bindings' quick starts (each builds its own uninstrumented library), Doxygen.
-SWA_NOT_SANITIZED='^(install_consumer|subproject_no_tests|readme_example|python_oracles|python_binding|python_engine|rust_binding|go_binding|quickstart_go|quickstart_rust|quickstart_python|doxygen|doxygen_experimental|cli_help)$'
+SWA_NOT_SANITIZED='^(install_consumer|subproject_no_tests|readme_example|python_oracles|compress_oracle|python_binding|python_engine|python_engine_prefix|rust_binding|go_binding|quickstart_go|quickstart_rust|quickstart_python|doxygen|doxygen_experimental|cli_help)$'
 # Tests that run threads against one cache or store.
 SWA_TSAN_TESTS=(concurrency_test store_slot_busy_test slot_step_busy_test thread_pool_test store_memory_test)
 
