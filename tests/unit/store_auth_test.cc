@@ -30,23 +30,7 @@ using swa::testing::PoolBytes;
 using swa::testing::ReadLe;
 using swa::testing::Restore;
 using swa::testing::Save;
-
-// A view of a store shared by several caches (BlobStore owns its KvStore).
-class SharedStore final : public KvStore {
- public:
-  explicit SharedStore(std::shared_ptr<KvStore> s) : s_(std::move(s)) {}
-  absl::Status Put(std::string_view k, absl::Span<const ConstByteSpan> p) override {
-    return s_->Put(k, p);
-  }
-  absl::StatusOr<uint64_t> Get(std::string_view k, absl::Span<const ByteSpan> p) override {
-    return s_->Get(k, p);
-  }
-  absl::StatusOr<bool> Exists(std::string_view k) override { return s_->Exists(k); }
-  absl::Status Remove(std::string_view k) override { return s_->Remove(k); }
-
- private:
-  std::shared_ptr<KvStore> s_;
-};
+using swa::testing::SharedStore;
 
 // One stored BF16 layer, W = 4: a blob of a few hundred bytes, so that every
 // one of its bits can be flipped.

@@ -23,22 +23,7 @@ namespace {
 using swa::testing::FillRandom;
 using swa::testing::Restore;
 using swa::testing::Save;
-
-class SharedStore final : public KvStore {
- public:
-  explicit SharedStore(std::shared_ptr<KvStore> s) : s_(std::move(s)) {}
-  absl::Status Put(std::string_view k, absl::Span<const ConstByteSpan> p) override {
-    return s_->Put(k, p);
-  }
-  absl::StatusOr<uint64_t> Get(std::string_view k, absl::Span<const ByteSpan> p) override {
-    return s_->Get(k, p);
-  }
-  absl::StatusOr<bool> Exists(std::string_view k) override { return s_->Exists(k); }
-  absl::Status Remove(std::string_view k) override { return s_->Remove(k); }
-
- private:
-  std::shared_ptr<KvStore> s_;
-};
+using swa::testing::SharedStore;
 
 std::unique_ptr<Cache> TenantCache(const std::string& ns, std::unique_ptr<KvStore> kv) {
   CacheOptions options;

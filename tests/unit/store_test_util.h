@@ -232,4 +232,21 @@ inline absl::Status Restore(Cache& cache, uint32_t slot, std::string_view key) {
   return RestoreSlot(cache.slot_io(), **store, slot, key);
 }
 
+// A view of a store shared by several caches (BlobStore owns its KvStore).
+class SharedStore final : public KvStore {
+ public:
+  explicit SharedStore(std::shared_ptr<KvStore> s) : s_(std::move(s)) {}
+  absl::Status Put(std::string_view k, absl::Span<const ConstByteSpan> p) override {
+    return s_->Put(k, p);
+  }
+  absl::StatusOr<uint64_t> Get(std::string_view k, absl::Span<const ByteSpan> p) override {
+    return s_->Get(k, p);
+  }
+  absl::StatusOr<bool> Exists(std::string_view k) override { return s_->Exists(k); }
+  absl::Status Remove(std::string_view k) override { return s_->Remove(k); }
+
+ private:
+  std::shared_ptr<KvStore> s_;
+};
+
 }  // namespace swa::testing
