@@ -48,6 +48,7 @@ void EncodeBlobHeader(const BlobHeader& h, const uint8_t* payload, uint8_t out[k
   PutLe<int32_t>(out + 32, h.ring_high);
   PutLe<uint64_t>(out + kBlobKeyHashOffset, h.key_hash);
   PutLe<uint32_t>(out + kBlobFlagsOffset, h.flags);
+  if ((h.flags & kBlobFlagChunkedTag) != 0) out[kBlobTagChunkOffset] = h.tag_chunk_log2;
   PutLe<uint32_t>(out + kBlobChecksumOffset, BlobChecksum(out, payload, h.payload_bytes));
 }
 
@@ -84,24 +85,40 @@ absl::StatusOr<BlobHeader> VerifyBlob(const uint8_t hdr[kBlobHeaderBytes], const
   h.key_hash = GetLe<uint64_t>(hdr + kBlobKeyHashOffset);
   h.checksum = GetLe<uint32_t>(hdr + kBlobChecksumOffset);
   // Version 2 had no flags: its bytes 44-47 are reserved, checked below.
-  const size_t reserved_from = h.version >= 3 ? kBlobReservedOffset : kBlobFlagsOffset;
+  size_t reserved_from = h.version >= 3 ? kBlobReservedOffset : kBlobFlagsOffset;
   if (h.version >= 3) h.flags = GetLe<uint32_t>(hdr + kBlobFlagsOffset);
+  // Version 5 with the chunked tag: byte 48 is the chunk exponent.
+  if (h.version >= kBlobChunkedTagVersion && (h.flags & kBlobFlagChunkedTag) != 0) {
+    h.tag_chunk_log2 = hdr[kBlobTagChunkOffset];
+    reserved_from = kBlobTagChunkOffset + 1;
+  }
   if (h.payload_bytes != payload_len)
     return absl::DataLossError(absl::StrFormat(
         "blob holds %u payload bytes but its header says %u: truncated or extended", payload_len,
         h.payload_bytes));
-  const uint32_t computed = BlobChecksum(hdr, payload, payload_len);
-  if (computed != h.checksum)
-    return absl::DataLossError(absl::StrFormat(
-        "blob checksum mismatch: header says 0x%08x, the %u bytes give 0x%08x (corrupt)",
-        h.checksum, kBlobHeaderBytes + payload_len, computed));
+  // An authenticated blob's checksum holds (blob.h, BlobExpectation).
+  if (!expect.authenticated) {
+    const uint32_t computed = BlobChecksum(hdr, payload, payload_len);
+    if (computed != h.checksum)
+      return absl::DataLossError(absl::StrFormat(
+          "blob checksum mismatch: header says 0x%08x, the %u bytes give 0x%08x (corrupt)",
+          h.checksum, kBlobHeaderBytes + payload_len, computed));
+  }
   const uint32_t known =
-      kBlobFlagTagged | (h.version >= kBlobCompressionVersion ? kBlobFlagCompression : 0);
+      kBlobFlagTagged | (h.version >= kBlobCompressionVersion ? kBlobFlagCompression : 0) |
+      (h.version >= kBlobChunkedTagVersion ? kBlobFlagChunkedTag : 0);
   if ((h.flags & ~known) != 0)
     return absl::FailedPreconditionError(absl::StrFormat(
         "blob flags are 0x%08x, this library knows 0x%08x only in a version %u blob: written by "
         "an incompatible writer",
         h.flags, known, h.version));
+  if ((h.flags & kBlobFlagChunkedTag) != 0 &&
+      ((h.flags & kBlobFlagTagged) == 0 || h.tag_chunk_log2 < kBlobTagChunkLog2Min ||
+       h.tag_chunk_log2 > kBlobTagChunkLog2Max))
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "blob flags are 0x%08x with tag chunk exponent %u: a chunked tag needs the tag flag and "
+        "an exponent of %u ... %u; written by an incompatible writer",
+        h.flags, h.tag_chunk_log2, kBlobTagChunkLog2Min, kBlobTagChunkLog2Max));
   for (size_t i = reserved_from; i < kBlobChecksumOffset; ++i)
     if (hdr[i] != 0)
       return absl::FailedPreconditionError(absl::StrFormat(

@@ -11,8 +11,11 @@
 //  44  u32 flags (version 3; bit 0 kBlobFlagTagged: a 32-byte HMAC-SHA-256 tag
 //      follows the payload, store/blob_auth.h; version 4: bit 1
 //      kBlobFlagCompression: the payload ends with the compression section,
-//      docs/store.md; other bits zero)
-//  48  12 reserved bytes, zero
+//      docs/store.md; version 5: bit 2 kBlobFlagChunkedTag, with bit 0: the
+//      tag is the chunked construction; other bits zero)
+//  48  u8 tag chunk exponent (version 5 with bit 2 only: the tag hashes the
+//      payload in chunks of 2^this bytes; else reserved, zero)
+//  49  11 reserved bytes, zero
 //  60  u32 CRC32C of header bytes [0, 60) followed by the payload
 #pragma once
 
@@ -31,16 +34,26 @@ inline constexpr size_t kBlobHeaderBytes = 64;
 // Version 4 added the compression section (flag bit 1). It is written only
 // by blobs that carry the section, so that readers of version 3 refuse those
 // by their version; blobs without it stay version 3.
+// Version 5 added the chunked tag (flag bit 2 and the chunk exponent in byte
+// 48). It is written only by tagged blobs, which carry it, so that readers of
+// versions 3 and 4 refuse those by their version; untagged blobs stay version
+// 3 (4 with the compression section).
 inline constexpr uint16_t kBlobVersion = 3;
 inline constexpr uint16_t kBlobCompressionVersion = 4;
-inline constexpr uint16_t kBlobNewestReadVersion = 4;
+inline constexpr uint16_t kBlobChunkedTagVersion = 5;
+inline constexpr uint16_t kBlobNewestReadVersion = 5;
 inline constexpr uint16_t kBlobOldestReadVersion = 2;
 inline constexpr uint8_t kBlobMagic[4] = {'S', 'W', 'A', 'B'};
 inline constexpr size_t kBlobKeyHashOffset = 36;
 inline constexpr size_t kBlobFlagsOffset = 44;
 inline constexpr size_t kBlobReservedOffset = 48;
+inline constexpr size_t kBlobTagChunkOffset = 48;
 inline constexpr uint32_t kBlobFlagTagged = 1;
 inline constexpr uint32_t kBlobFlagCompression = 2;
+inline constexpr uint32_t kBlobFlagChunkedTag = 4;
+// The chunk exponents a version 5 blob may carry: 64 B ... 1 GiB chunks.
+inline constexpr uint8_t kBlobTagChunkLog2Min = 6;
+inline constexpr uint8_t kBlobTagChunkLog2Max = 30;
 inline constexpr size_t kBlobChecksumOffset = 60;
 
 struct BlobHeader {
@@ -52,6 +65,7 @@ struct BlobHeader {
   uint64_t payload_bytes = 0;
   uint64_t key_hash = 0;
   uint32_t flags = 0;
+  uint8_t tag_chunk_log2 = 0;  // byte 48: only with kBlobFlagChunkedTag, else 0
   uint32_t checksum = 0;
 };
 
@@ -63,6 +77,11 @@ struct BlobExpectation {
   uint64_t key_hash = 0;
   // The payload ends with the compression section (kBlobFlagCompression).
   bool compression = false;
+  // The blob's HMAC tag has been verified (BlobSecret::Verify): it covers the
+  // header, CRC field included, and the payload, every byte the CRC32C
+  // covers, and only a holder of the secret could have written them, having
+  // computed the CRC over the same bytes; so the CRC is not recomputed.
+  bool authenticated = false;
 };
 
 // 64-bit FNV-1a of the engine key's bytes (offset basis 0xcbf29ce484222325,

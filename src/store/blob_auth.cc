@@ -7,11 +7,17 @@
 #include <openssl/params.h>
 
 #include <algorithm>
+#include <atomic>
+#include <initializer_list>
+#include <mutex>
 #include <string>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "store/blob.h"
+#include "store/hash_workers.h"
 
 namespace swa {
 namespace {
@@ -45,9 +51,20 @@ BlobSecret::~BlobSecret() {
   if (!bytes_.empty()) OPENSSL_cleanse(bytes_.data(), bytes_.size());
 }
 
-absl::Status BlobSecret::Tag(const uint8_t* header, std::string_view full_key,
-                             const uint8_t* payload, uint64_t payload_len,
-                             uint8_t out[kBlobTagBytes]) const {
+namespace {
+
+struct Piece {
+  const uint8_t* data;
+  uint64_t len;
+};
+
+void PutU64(uint64_t v, uint8_t out[8]) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// HMAC-SHA-256 with `key` over the concatenation of `pieces`.
+absl::Status Hmac(const std::vector<uint8_t>& key, std::initializer_list<Piece> pieces,
+                  uint8_t out[kBlobTagBytes]) {
   EVP_MAC* mac = HmacMac();
   if (mac == nullptr) return CryptoError("EVP_MAC_fetch(\"HMAC\")");
   EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
@@ -56,19 +73,15 @@ absl::Status BlobSecret::Tag(const uint8_t* header, std::string_view full_key,
   char digest[] = "SHA256";
   const OSSL_PARAM params[] = {
       OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_END};
-  if (EVP_MAC_init(ctx, bytes_.data(), bytes_.size(), params) != 1)
-    return CryptoError("EVP_MAC_init");
-  uint8_t key_len[8];
-  for (int i = 0; i < 8; ++i) key_len[i] = static_cast<uint8_t>(uint64_t{full_key.size()} >> (8 * i));
-  if (EVP_MAC_update(ctx, header, 64) != 1 || EVP_MAC_update(ctx, key_len, sizeof key_len) != 1 ||
-      EVP_MAC_update(ctx, reinterpret_cast<const uint8_t*>(full_key.data()), full_key.size()) != 1)
-    return CryptoError("EVP_MAC_update");
-  // EVP_MAC_update takes a size_t; hand the payload over in pieces that fit.
-  for (uint64_t done = 0; done < payload_len;) {
-    const uint64_t n = std::min<uint64_t>(payload_len - done, uint64_t{1} << 30);
-    if (EVP_MAC_update(ctx, payload + done, static_cast<size_t>(n)) != 1)
-      return CryptoError("EVP_MAC_update");
-    done += n;
+  if (EVP_MAC_init(ctx, key.data(), key.size(), params) != 1) return CryptoError("EVP_MAC_init");
+  for (const Piece& p : pieces) {
+    // EVP_MAC_update takes a size_t; hand the bytes over in pieces that fit.
+    for (uint64_t done = 0; done < p.len;) {
+      const uint64_t n = std::min<uint64_t>(p.len - done, uint64_t{1} << 30);
+      if (EVP_MAC_update(ctx, p.data + done, static_cast<size_t>(n)) != 1)
+        return CryptoError("EVP_MAC_update");
+      done += n;
+    }
   }
   size_t written = 0;
   if (EVP_MAC_final(ctx, out, &written, kBlobTagBytes) != 1 || written != kBlobTagBytes)
@@ -76,12 +89,94 @@ absl::Status BlobSecret::Tag(const uint8_t* header, std::string_view full_key,
   return absl::OkStatus();
 }
 
+// SHA-256, fetched once like the HMAC.
+EVP_MD* Sha256() {
+  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+}  // namespace
+
+absl::Status BlobSecret::Tag(const uint8_t* header, std::string_view full_key,
+                             const uint8_t* payload, uint64_t payload_len,
+                             uint8_t out[kBlobTagBytes]) const {
+  uint8_t key_len[8];
+  PutU64(full_key.size(), key_len);
+  return Hmac(bytes_,
+              {{header, kBlobHeaderBytes},
+               {key_len, sizeof key_len},
+               {reinterpret_cast<const uint8_t*>(full_key.data()), full_key.size()},
+               {payload, payload_len}},
+              out);
+}
+
+absl::Status BlobSecret::TagChunked(const uint8_t* header, std::string_view full_key,
+                                    const uint8_t* payload, uint64_t payload_len,
+                                    uint8_t chunk_log2, size_t threads,
+                                    uint8_t out[kBlobTagBytes]) const {
+  if (chunk_log2 < kBlobTagChunkLog2Min || chunk_log2 > kBlobTagChunkLog2Max)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "blob HMAC: tag chunk exponent %u is outside %u ... %u", chunk_log2,
+        kBlobTagChunkLog2Min, kBlobTagChunkLog2Max));
+  EVP_MD* md = Sha256();
+  if (md == nullptr) return CryptoError("EVP_MD_fetch(\"SHA256\")");
+  const uint64_t chunk = uint64_t{1} << chunk_log2;
+  const uint64_t n = payload_len / chunk + (payload_len % chunk != 0 ? 1 : 0);
+  // n <= payload_len / 64 + 1 and the payload is in memory: n * 32 fits.
+  std::vector<uint8_t> digests(static_cast<size_t>(n) * kBlobTagBytes);
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  absl::Status error;
+  ParallelFor(static_cast<size_t>(n), threads, [&](size_t i) {
+    const uint64_t from = uint64_t{i} * chunk;
+    const uint64_t len = std::min(chunk, payload_len - from);
+    unsigned int got = 0;
+    if (EVP_Digest(payload + from, static_cast<size_t>(len), &digests[i * kBlobTagBytes], &got,
+                   md, nullptr) != 1 ||
+        got != kBlobTagBytes) {
+      absl::Status s = CryptoError("EVP_Digest(SHA256)");  // this thread's error queue
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!failed.exchange(true)) error = s;
+    }
+  });
+  if (failed.load()) return error;
+  uint8_t lens[24];
+  PutU64(full_key.size(), lens);
+  PutU64(payload_len, lens + 8);
+  PutU64(n, lens + 16);
+  return Hmac(bytes_,
+              {{header, kBlobHeaderBytes},
+               {lens, 8},
+               {reinterpret_cast<const uint8_t*>(full_key.data()), full_key.size()},
+               {lens + 8, 16},
+               {digests.data(), digests.size()}},
+              out);
+}
+
 absl::Status BlobSecret::Verify(const uint8_t* header, std::string_view full_key,
                                 const uint8_t* payload, uint64_t payload_len,
-                                const uint8_t tag[kBlobTagBytes]) const {
+                                const uint8_t tag[kBlobTagBytes], size_t threads) const {
   uint8_t want[kBlobTagBytes];
   absl::Cleanup wipe = [&want] { OPENSSL_cleanse(want, sizeof want); };
-  if (absl::Status s = Tag(header, full_key, payload, payload_len, want); !s.ok()) return s;
+  // The construction the (not yet authenticated) header names: a header
+  // changed to name the other one is another HMAC input, so its tag fails.
+  const uint16_t version = static_cast<uint16_t>(header[4] | header[5] << 8);
+  const uint32_t flags = uint32_t{header[kBlobFlagsOffset]} |
+                         uint32_t{header[kBlobFlagsOffset + 1]} << 8 |
+                         uint32_t{header[kBlobFlagsOffset + 2]} << 16 |
+                         uint32_t{header[kBlobFlagsOffset + 3]} << 24;
+  if (version >= kBlobChunkedTagVersion && (flags & kBlobFlagChunkedTag) != 0) {
+    const uint8_t chunk_log2 = header[kBlobTagChunkOffset];
+    if (chunk_log2 < kBlobTagChunkLog2Min || chunk_log2 > kBlobTagChunkLog2Max)
+      return absl::DataLossError(absl::StrFormat(
+          "blob header names a chunked HMAC tag with chunk exponent %u, outside %u ... %u: "
+          "altered or corrupt",
+          chunk_log2, kBlobTagChunkLog2Min, kBlobTagChunkLog2Max));
+    SWA_RETURN_IF_ERROR(
+        TagChunked(header, full_key, payload, payload_len, chunk_log2, threads, want));
+  } else {
+    SWA_RETURN_IF_ERROR(Tag(header, full_key, payload, payload_len, want));
+  }
   if (CRYPTO_memcmp(want, tag, kBlobTagBytes) != 0)
     return absl::DataLossError(
         "blob HMAC-SHA-256 tag does not match: the blob was altered, tagged with another "

@@ -90,12 +90,24 @@ absl::Status BlobStore::WriteBlob(std::string_view key, const BlobHeader& header
   BlobHeader bound = header;
   bound.key_hash = BlobKeyHash(key);
   bound.flags = (header.flags & kBlobFlagCompression) | (tagged() ? kBlobFlagTagged : 0);
+  bound.tag_chunk_log2 = 0;
+  const bool chunked = tagged() && security_.tag_chunk_log2 != 0;
+  if (chunked) {
+    bound.version = kBlobChunkedTagVersion;
+    bound.flags |= kBlobFlagChunkedTag;
+    bound.tag_chunk_log2 = security_.tag_chunk_log2;
+  }
   uint8_t head[kBlobHeaderBytes];
   EncodeBlobHeader(bound, payload, head);
   uint8_t tag[kBlobTagBytes];
   if (tagged()) {
     const std::string full = FullKey(key);
-    SWA_RETURN_IF_ERROR(security_.secret->Tag(head, full, payload, header.payload_bytes, tag));
+    if (chunked)
+      SWA_RETURN_IF_ERROR(security_.secret->TagChunked(head, full, payload, header.payload_bytes,
+                                                       bound.tag_chunk_log2,
+                                                       security_.tag_threads, tag));
+    else
+      SWA_RETURN_IF_ERROR(security_.secret->Tag(head, full, payload, header.payload_bytes, tag));
   }
   const ConstByteSpan pieces[3] = {ConstByteSpan(head, sizeof head),
                                    ConstByteSpan(payload, header.payload_bytes),
@@ -122,9 +134,11 @@ absl::StatusOr<BlobHeader> BlobStore::ReadBlob(std::string_view key, const BlobE
     return ExplainSizeMismatch(key, *blob_size, keyed);
   if (tagged()) {
     // The tag first: nothing an adversary wrote is interpreted before it holds.
-    absl::Status auth =
-        security_.secret->Verify(header_buf, full, payload_buf, keyed.payload_bytes, tag_buf);
+    absl::Status auth = security_.secret->Verify(header_buf, full, payload_buf,
+                                                 keyed.payload_bytes, tag_buf,
+                                                 security_.tag_threads);
     if (!auth.ok()) return named(auth);
+    keyed.authenticated = true;  // the tag covers all the CRC covers
   }
   absl::StatusOr<BlobHeader> h = VerifyBlob(header_buf, payload_buf, keyed.payload_bytes, keyed);
   if (!h.ok()) return named(h.status());

@@ -40,8 +40,10 @@ class BlobStore {
   bool tagged() const { return security_.secret != nullptr; }
 
   // One blob = header (computed here) + `payload` (host memory, read in place)
-  // + the HMAC tag when tagged(). header.key_hash and header.flags are
-  // ignored: the blob is bound to `key` here.
+  // + the HMAC tag when tagged(). header.key_hash and header.flags (but the
+  // compression bit) are ignored: the blob is bound to `key` here; a tagged
+  // blob is version 5 with the chunked tag unless
+  // security.tag_chunk_log2 is 0 (store/blob_auth.h).
   absl::Status WriteBlob(std::string_view key, const BlobHeader& header, const uint8_t* payload);
   // Reads the blob under `key` into `header_buf` + `payload_buf` (expect.payload_bytes)
   // + `tag_buf` (kBlobTagBytes; used when tagged(), may be nullptr otherwise)

@@ -1,5 +1,6 @@
 // Fuzz harness (1): the blob parser and the restore path, blob format
-// versions 2, 3 (flags, HMAC-SHA-256 tag) and 4 (compression section).
+// versions 2, 3 (flags, single-pass HMAC-SHA-256 tag), 4 (compression
+// section) and 5 (chunked tag).
 //
 // Input: a mode byte, a repair byte, then the blob the store returns for key
 // "k". Mode: bits 0-1 choose the fixture (fuzz_blob_fixture.h: plain, store
@@ -7,18 +8,21 @@
 // bytes are a tag (the repairs below count the payload without them);
 // 8: recompute that tag (the fixture's secret, or another one when it has
 // none) after the other repairs; 16: set the flags to the fixture's (tag bit
-// with mode 4, compression bit for the compression fixtures); 32: repair 8
-// writes version 2 instead of the fixture's version (3, or 4 with the
-// section). Repair (fields fixed so that the fuzzer gets past the checks in
+// with mode 4, compression bit for the compression fixtures; with mode 4
+// and without 64 the chunked-tag bit too); 32: repair 8 writes version 2
+// instead of the fixture's version (5 with mode 4, else 3, or 4 with the
+// section); 64: with mode 4, a single-pass tag (version 3 or 4, no
+// chunked-tag bit, as earlier releases wrote). Repair (fields fixed so that the fuzzer gets past the checks in
 // front of them): 1 CRC, 2 fingerprint, 4 payload length, 8 magic/version/
 // header size, 16 pad to the fixture's blob length, 32 key hash and reserved
-// bytes.
+// bytes (byte 48, the chunk exponent, 16 for a chunked tag).
 //
 // Promises checked, against a reference written out from docs/store.md:
 // VerifyBlob returns DATA_LOSS or FAILED_PRECONDITION when it refuses; with
 // a secret, the restore accepts exactly the blobs of the right length whose
-// tag (OpenSSL's HMAC() over header, store key length, store key, payload)
-// holds, that VerifyBlob accepts and that carry the tag flag, and refuses a
+// tag (OpenSSL's HMAC() over header, store key length, store key, payload;
+// or, version 5 with the chunked-tag bit, over header, store key length,
+// store key, payload length, chunk count and SHA256() of each chunk) holds, that VerifyBlob accepts and that carry the tag flag, and refuses a
 // blob whose tag does not hold with DATA_LOSS; without one, it accepts
 // exactly the blobs VerifyBlob accepts that do not carry the tag flag, and
 // refuses a blob of the right length with VerifyBlob's code. A refused
@@ -26,11 +30,13 @@
 // for position unchanged; an accepted one installs exactly the stored region
 // and the compression section's rings and the positions, touches no other
 // byte, and saving the slot again gives back the blob (in the version this
-// library writes, tag recomputed).
+// library writes: 5 with a chunked tag of 64 KiB chunks when tagged; tag
+// recomputed).
 //
 // Seeds: tests/fuzz/corpus/blob/, written by this harness from blobs that the
-// library's own save produced (valid v2, v3, tagged v3, v4 and tagged v4
-// blobs, and near misses):
+// library's own save produced (valid v2, v3, v4, tagged v5 with and without
+// the section and with 64-byte chunks, single-pass tagged v3 and v4 blobs,
+// and near misses):
 //   SWA_FUZZ_BLOB_SEEDS=tests/fuzz/corpus/blob build-asan/tests/fuzz/fuzz_blob
 // On every start the harness checks that the valid ones restore.
 #include <cstdint>
@@ -59,7 +65,8 @@ using swa_fuzz_blob::kTag;
 using swa_fuzz_blob::Piece;
 using swa_fuzz_blob::PutLe;
 
-constexpr uint8_t kModeTagShape = 4, kModeRetag = 8, kModeFlags = 16, kModeV2 = 32;
+constexpr uint8_t kModeTagShape = 4, kModeRetag = 8, kModeFlags = 16, kModeV2 = 32,
+                  kModeSinglePass = 64;
 constexpr uint8_t kRepairCrc = 1, kRepairFingerprint = 2, kRepairLength = 4, kRepairMagic = 8,
                   kRepairPad = 16, kRepairKey = 32;
 
@@ -75,9 +82,10 @@ void Repair(const Fixture& f, uint8_t mode, uint8_t repair, std::vector<uint8_t>
     b.resize(kHeader + f.payload_bytes + tag, 0x5A);  // right length, fuzzed header
   if (b.size() < kHeader + tag) return;
   const size_t body = b.size() - tag;  // header + payload
+  const bool chunked = tag && !(mode & kModeSinglePass) && !(mode & kModeV2);
   if (repair & kRepairMagic) {
     std::memcpy(b.data(), "SWAB", 4);
-    PutLe(&b[4], (mode & kModeV2) ? 2 : f.compression ? 4 : 3, 2);
+    PutLe(&b[4], (mode & kModeV2) ? 2 : chunked ? 5 : f.compression ? 4 : 3, 2);
     PutLe(&b[6], kHeader, 2);
   }
   if (repair & kRepairFingerprint) PutLe(&b[8], f.layout.fingerprint, 8);
@@ -85,10 +93,11 @@ void Repair(const Fixture& f, uint8_t mode, uint8_t repair, std::vector<uint8_t>
   if (repair & kRepairKey) {
     PutLe(&b[swa::kBlobKeyHashOffset], swa::BlobKeyHash(kKey), 8);
     std::memset(&b[swa::kBlobReservedOffset], 0, swa::kBlobChecksumOffset - swa::kBlobReservedOffset);
+    if (chunked) b[swa::kBlobTagChunkOffset] = 16;
   }
   if (mode & kModeFlags)
     PutLe(&b[swa::kBlobFlagsOffset],
-          (mode & kModeV2) ? 0 : (tag ? 1 : 0) | (f.compression ? 2 : 0), 4);
+          (mode & kModeV2) ? 0 : (tag ? 1 : 0) | (chunked ? 4 : 0) | (f.compression ? 2 : 0), 4);
   if (repair & kRepairCrc) PutCrc(b, body);
   if ((mode & kModeRetag) && tag) f.OwnTag(b.data(), body, &b[body]);
 }
@@ -123,13 +132,18 @@ swa_status_t RunOne(const uint8_t* data, size_t size) {
     bool tag_ok = false;
     if (b.size() == untagged + kTag) {
       uint8_t t[kTag];
-      f.Tag(kSecret, sizeof kSecret, b.data(), untagged, t);
-      tag_ok = std::memcmp(t, &b[untagged], kTag) == 0;
+      tag_ok = f.Tag(kSecret, sizeof kSecret, b.data(), untagged, t) &&
+               std::memcmp(t, &b[untagged], kTag) == 0;
     }
     if (!tag_ok) {
       want = SWA_DATA_LOSS;
     } else {
-      const absl::StatusOr<swa::BlobHeader> body = swa::VerifyBlob(b.data(), untagged, expect);
+      // A blob whose tag holds is not checked against its CRC (docs/store.md:
+      // the tag covers every byte the CRC does).
+      swa::BlobExpectation authenticated = expect;
+      authenticated.authenticated = true;
+      const absl::StatusOr<swa::BlobHeader> body =
+          swa::VerifyBlob(b.data(), untagged, authenticated);
       if (!body.ok())
         want = Code(body.status());
       else if ((body->flags & swa::kBlobFlagTagged) == 0)
@@ -186,13 +200,19 @@ swa_status_t RunOne(const uint8_t* data, size_t size) {
         "restored positions");
   Check(swa_slot_save(f.cache, 0, key, 1) == SWA_OK, "save after restore");
   // What this library writes for the blob: version 3 (4 with the section),
-  // flags as accepted, CRC and tag recomputed when the version changed.
+  // flags as accepted; with a secret version 5, the chunked-tag bit and
+  // 64 KiB chunks; CRC and tag recomputed.
   std::vector<uint8_t> again(b.begin(), b.begin() + untagged);
   PutLe(&again[4], f.compression ? 4 : 3, 2);
+  if (f.secret) {
+    PutLe(&again[4], 5, 2);
+    PutLe(&again[swa::kBlobFlagsOffset], GetLe(&again[swa::kBlobFlagsOffset], 4) | 4, 4);
+    again[swa::kBlobTagChunkOffset] = 16;
+  }
   PutCrc(again, untagged);
   if (f.secret) {
     again.resize(untagged + kTag);
-    f.Tag(kSecret, sizeof kSecret, again.data(), untagged, &again[untagged]);
+    Check(f.Tag(kSecret, sizeof kSecret, again.data(), untagged, &again[untagged]), "tag");
   }
   Check(f.saved == again, "save after restore gives back the blob");
   return s;
@@ -248,21 +268,47 @@ std::vector<Seed> Seeds() {
   std::vector<uint8_t> tagged_for_plain = Saved(0, 3, 6);
   tagged_for_plain.resize(tagged_for_plain.size() + kTag);
   s.push_back({"v3_tagged_no_secret",
-               Input(kModeTagShape | kModeRetag | kModeFlags, deep, tagged_for_plain), false});
+               Input(kModeTagShape | kModeRetag | kModeFlags | kModeSinglePass, deep, tagged_for_plain),
+               false});
   std::vector<uint8_t> v3_compressed = Saved(0, 4, 3);
   PutLe(&v3_compressed[swa::kBlobFlagsOffset], swa::kBlobFlagCompression, 4);
   s.push_back({"v3_flagged_compression", Input(0, deep, v3_compressed), false});
 
-  const std::vector<uint8_t> t3 = Saved(1, 5, 10);
-  Check(t3.size() == kHeader + F(1).payload_bytes + kTag, "secret blob is tagged");
-  s.push_back({"v3_tagged", Input(1 | kModeTagShape | kModeRetag, deep, t3), true});
-  s.push_back({"v3_tagged_exact", Input(1 | kModeTagShape, 0, t3), true});
-  std::vector<uint8_t> stripped(t3.begin(), t3.end() - kTag);
-  s.push_back({"v3_tag_stripped", Input(1, deep, stripped), false});
+  const std::vector<uint8_t> t5 = Saved(1, 5, 10);
+  Check(t5.size() == kHeader + F(1).payload_bytes + kTag && t5[4] == 5 &&
+            GetLe(&t5[swa::kBlobFlagsOffset], 4) == 5 && t5[swa::kBlobTagChunkOffset] == 16,
+        "secret blob is v5 with a chunked tag");
+  s.push_back({"v5_tagged", Input(1 | kModeTagShape | kModeRetag, deep, t5), true});
+  s.push_back({"v5_tagged_exact", Input(1 | kModeTagShape, 0, t5), true});
+  std::vector<uint8_t> stripped(t5.begin(), t5.end() - kTag);
+  s.push_back({"v5_tag_stripped", Input(1, deep, stripped), false});
   s.push_back({"v3_untagged_for_secret", Input(1, deep, Saved(0, 6, 4)), false});
-  std::vector<uint8_t> altered = t3;
+  std::vector<uint8_t> altered = t5;
   altered[kHeader + 17] ^= 0x40;
-  s.push_back({"v3_tagged_altered", Input(1 | kModeTagShape, deep, altered), false});
+  s.push_back({"v5_tagged_altered", Input(1 | kModeTagShape, deep, altered), false});
+  // 64-byte chunks (several), retagged; an exponent out of range.
+  std::vector<uint8_t> small_chunks = t5;
+  small_chunks[swa::kBlobTagChunkOffset] = 6;
+  Check(F(1).payload_bytes > 3 * 64, "several 64-byte chunks");
+  s.push_back({"v5_tagged_chunks64", Input(1 | kModeTagShape | kModeRetag, deep, small_chunks), true});
+  std::vector<uint8_t> bad_chunks = t5;
+  bad_chunks[swa::kBlobTagChunkOffset] = 5;
+  s.push_back({"v5_tagged_chunks32", Input(1 | kModeTagShape | kModeRetag, deep, bad_chunks), false});
+  // The single-pass tag of versions 3 and 4, as earlier releases wrote.
+  std::vector<uint8_t> t3 = t5;
+  PutLe(&t3[4], 3, 2);
+  PutLe(&t3[swa::kBlobFlagsOffset], swa::kBlobFlagTagged, 4);
+  t3[swa::kBlobTagChunkOffset] = 0;
+  s.push_back({"v3_tagged_single_pass",
+               Input(1 | kModeTagShape | kModeRetag | kModeSinglePass, deep, t3), true});
+  // ... and a single-pass tag under a header relabelled as chunked.
+  std::vector<uint8_t> relabelled = t3;
+  PutCrc(relabelled, relabelled.size() - kTag);
+  F(1).OwnTag(relabelled.data(), relabelled.size() - kTag, &relabelled[relabelled.size() - kTag]);
+  PutLe(&relabelled[4], 5, 2);
+  PutLe(&relabelled[swa::kBlobFlagsOffset], 5, 4);
+  relabelled[swa::kBlobTagChunkOffset] = 16;
+  s.push_back({"v5_relabelled_single_pass", Input(1 | kModeTagShape, deep, relabelled), false});
 
   const std::vector<uint8_t> v4 = Saved(2, 7, 11);
   Check(v4.size() == kHeader + F(2).payload_bytes && v4[4] == 4 &&
@@ -275,12 +321,20 @@ std::vector<Seed> Seeds() {
   PutLe(&v4_unflagged[swa::kBlobFlagsOffset], 0, 4);
   s.push_back({"v4_unflagged", Input(2, deep, v4_unflagged), false});
   s.push_back({"v3_without_section", Input(2, deep, Saved(0, 8, 2)), false});
-  const std::vector<uint8_t> t4 = Saved(3, 9, 13);
-  Check(t4.size() == kHeader + F(3).payload_bytes + kTag && t4[4] == 4, "tagged v4");
-  s.push_back({"v4_section_tagged", Input(3 | kModeTagShape | kModeRetag, deep, t4), true});
-  std::vector<uint8_t> t4_flip = t4;
-  t4_flip[t4.size() - kTag - 3] ^= 1;  // a section byte
-  s.push_back({"v4_section_tagged_flip", Input(3 | kModeTagShape, deep, t4_flip), false});
+  const std::vector<uint8_t> t5s = Saved(3, 9, 13);
+  Check(t5s.size() == kHeader + F(3).payload_bytes + kTag && t5s[4] == 5 &&
+            GetLe(&t5s[swa::kBlobFlagsOffset], 4) == 7,
+        "tagged blob with the section is v5");
+  s.push_back({"v5_section_tagged", Input(3 | kModeTagShape | kModeRetag, deep, t5s), true});
+  std::vector<uint8_t> t5s_flip = t5s;
+  t5s_flip[t5s.size() - kTag - 3] ^= 1;  // a section byte
+  s.push_back({"v5_section_tagged_flip", Input(3 | kModeTagShape, deep, t5s_flip), false});
+  std::vector<uint8_t> t4 = t5s;  // single-pass, version 4
+  PutLe(&t4[4], 4, 2);
+  PutLe(&t4[swa::kBlobFlagsOffset], 3, 4);
+  t4[swa::kBlobTagChunkOffset] = 0;
+  s.push_back({"v4_section_tagged_single_pass",
+               Input(3 | kModeTagShape | kModeRetag | kModeSinglePass, deep, t4), true});
   s.push_back({"short", {0, 0, 'S', 'W', 'A', 'B'}, false});
   return s;
 }

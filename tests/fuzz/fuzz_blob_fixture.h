@@ -1,7 +1,7 @@
 // The caches fuzz_blob restores into, and its reference computations (the
 // store key and the HMAC-SHA-256 tag written out from docs/store.md, "Blob
-// format" and "Authenticated blobs", with OpenSSL's one-shot HMAC(), not
-// through the library's BlobSecret).
+// format" and "Authenticated blobs", with OpenSSL's one-shot HMAC() and
+// SHA256(), not through the library's BlobSecret).
 //
 // Four fixtures, chosen by the low two bits of the input's first byte:
 //   0 plain        a BF16 stored layer and an MXFP8 dropped one, no secret
@@ -18,7 +18,9 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/sha.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -175,29 +177,51 @@ struct Fixture {
     Check(swa_slot_alloc(cache, &s) == SWA_OK && s == 0, "alloc");
   }
 
-  // The blob's tag: HMAC-SHA-256 with `key` over the header, the store key's
-  // length (u64 LE), the store key and the payload (`body` = header +
-  // payload).
-  void Tag(const uint8_t* key, size_t key_len, const uint8_t* body, size_t body_len,
+  // The blob's tag: HMAC-SHA-256 with `key`, by the construction the header
+  // names (`body` = header + payload). Version 5 with flag bit 2: the
+  // chunked tag, over the header, the store key's length (u64 LE), the store
+  // key, the payload's length and chunk count (u64 LE each), then the
+  // SHA-256 of each chunk of 2^byte48 bytes; false (no tag can hold) when
+  // byte 48 is outside 6 ... 30. Otherwise the single-pass tag, over the
+  // header, the store key's length, the store key and the payload.
+  bool Tag(const uint8_t* key, size_t key_len, const uint8_t* body, size_t body_len,
            uint8_t out[kTag]) const {
     std::vector<uint8_t> msg(body, body + kHeader);
     uint8_t len[8];
     PutLe(len, full_key.size(), 8);
     msg.insert(msg.end(), len, len + 8);
     msg.insert(msg.end(), full_key.begin(), full_key.end());
-    msg.insert(msg.end(), body + kHeader, body + body_len);
+    const uint8_t* payload = body + kHeader;
+    const size_t payload_len = body_len - kHeader;
+    if (GetLe(body + 4, 2) >= 5 && (GetLe(body + 44, 4) & 4) != 0) {
+      const int c = body[48];
+      if (c < 6 || c > 30) return false;
+      const size_t chunk = size_t{1} << c;
+      const size_t n = (payload_len + chunk - 1) / chunk;
+      PutLe(len, payload_len, 8);
+      msg.insert(msg.end(), len, len + 8);
+      PutLe(len, n, 8);
+      msg.insert(msg.end(), len, len + 8);
+      for (size_t i = 0; i < n; ++i) {
+        uint8_t d[SHA256_DIGEST_LENGTH];
+        SHA256(payload + i * chunk, std::min(chunk, payload_len - i * chunk), d);
+        msg.insert(msg.end(), d, d + sizeof d);
+      }
+    } else {
+      msg.insert(msg.end(), payload, payload + payload_len);
+    }
     unsigned int n = 0;
     Check(HMAC(EVP_sha256(), key, static_cast<int>(key_len), msg.data(), msg.size(), out, &n) !=
                   nullptr &&
               n == kTag,
           "HMAC");
+    return true;
   }
   // The tag under this fixture's secret, or the other secret when it has none.
   void OwnTag(const uint8_t* body, size_t body_len, uint8_t out[kTag]) const {
-    if (secret)
-      Tag(kSecret, sizeof kSecret, body, body_len, out);
-    else
-      Tag(kOtherSecret, sizeof kOtherSecret, body, body_len, out);
+    if (!(secret ? Tag(kSecret, sizeof kSecret, body, body_len, out)
+                 : Tag(kOtherSecret, sizeof kOtherSecret, body, body_len, out)))
+      std::memset(out, 0, kTag);  // no tag holds: leave zeros
   }
 };
 

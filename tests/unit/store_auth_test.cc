@@ -4,9 +4,15 @@
 // without a valid tag: every single bit flipped in header, payload and tag,
 // a blob moved to a key one bit away, a blob re-tagged with another secret, a
 // tagged blob restored without the secret and an untagged one with it. The
-// tag is checked against OpenSSL's one-shot HMAC() as the reference.
+// tag is checked against OpenSSL's one-shot HMAC() (and SHA256() for the
+// chunk digests) as the reference. Every test runs for the chunked tag
+// (version 5) with 64-byte chunks (the blob's payload spans several) and
+// with the default 64 KiB (one chunk), and for the single-pass tag of
+// versions 3 and 4 (tag_chunk_log2 = 0, as earlier releases wrote): those
+// blobs still restore.
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/sha.h>
 
 #include <cstring>
 #include <memory>
@@ -53,8 +59,10 @@ ModelSpec TinySpec() {
 std::vector<uint8_t> Bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
 std::unique_ptr<Cache> MakeCacheWith(const std::vector<uint8_t>& secret, const std::string& ns,
-                                     std::shared_ptr<KvStore> shared) {
+                                     std::shared_ptr<KvStore> shared,
+                                     uint8_t chunk_log2 = kDefaultTagChunkLog2) {
   CacheOptions options;
+  options.store_security.tag_chunk_log2 = chunk_log2;
   if (!secret.empty()) {
     absl::StatusOr<std::shared_ptr<const BlobSecret>> s = BlobSecret::Create(secret, "secret");
     EXPECT_TRUE(s.ok()) << s.status();
@@ -84,13 +92,34 @@ void PutRaw(KvStore& kv, const std::string& full_key, const std::vector<uint8_t>
   ASSERT_TRUE(kv.Put(full_key, whole).ok());
 }
 
-// The reference tag: OpenSSL's one-shot HMAC() over the documented input.
+void PutLe64(std::vector<uint8_t>& v, uint64_t x) {
+  for (int i = 0; i < 8; ++i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
+}
+
+// The reference tag, written out from docs/store.md with OpenSSL's one-shot
+// HMAC() and SHA256(): chunk_log2 = 0 the single-pass tag (header, key
+// length, key, payload), else the chunked one (header, key length, key,
+// payload length, chunk count, the chunks' SHA-256 digests).
 std::vector<uint8_t> ReferenceTag(const std::vector<uint8_t>& secret, const uint8_t* blob,
-                                  size_t payload_bytes, const std::string& full_key) {
+                                  size_t payload_bytes, const std::string& full_key,
+                                  int chunk_log2) {
+  const uint8_t* payload = blob + kBlobHeaderBytes;
   std::vector<uint8_t> msg(blob, blob + kBlobHeaderBytes);
-  for (int i = 0; i < 8; ++i) msg.push_back(static_cast<uint8_t>(uint64_t{full_key.size()} >> (8 * i)));
+  PutLe64(msg, full_key.size());
   msg.insert(msg.end(), full_key.begin(), full_key.end());
-  msg.insert(msg.end(), blob + kBlobHeaderBytes, blob + kBlobHeaderBytes + payload_bytes);
+  if (chunk_log2 == 0) {
+    msg.insert(msg.end(), payload, payload + payload_bytes);
+  } else {
+    const size_t chunk = size_t{1} << chunk_log2;
+    const size_t n = (payload_bytes + chunk - 1) / chunk;
+    PutLe64(msg, payload_bytes);
+    PutLe64(msg, n);
+    for (size_t i = 0; i < n; ++i) {
+      uint8_t d[SHA256_DIGEST_LENGTH];
+      SHA256(payload + i * chunk, std::min(chunk, payload_bytes - i * chunk), d);
+      msg.insert(msg.end(), d, d + sizeof d);
+    }
+  }
   std::vector<uint8_t> tag(EVP_MAX_MD_SIZE);
   unsigned len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), msg.data(), msg.size(),
@@ -99,11 +128,12 @@ std::vector<uint8_t> ReferenceTag(const std::vector<uint8_t>& secret, const uint
   return tag;
 }
 
-class StoreAuthTest : public ::testing::Test {
+// The parameter: the chunk exponent the tagged cache saves with (0: single-pass).
+class StoreAuthTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     shared_ = std::make_shared<MemoryStore>(64 << 20);
-    tagged_ = MakeCacheWith(secret_, "", shared_);
+    tagged_ = MakeCacheWith(secret_, "", shared_, static_cast<uint8_t>(GetParam()));
     ASSERT_NE(tagged_, nullptr);
     for (int i = 0; i < 2; ++i) slots_.push_back(*tagged_->slots().Alloc());
     FillRandom(tagged_->pool(), tagged_->layout().pool_bytes(), rng_);
@@ -129,6 +159,9 @@ class StoreAuthTest : public ::testing::Test {
   }
 
   size_t payload_bytes() const { return tagged_->layout().stored_bytes(); }
+  std::vector<uint8_t> Reference(const std::vector<uint8_t>& secret, const uint8_t* blob) const {
+    return ReferenceTag(secret, blob, payload_bytes(), full_key_, GetParam());
+  }
 
   std::mt19937_64 rng_{33};
   std::vector<uint8_t> secret_ = Bytes("0123456789abcdef-tenant-secret");
@@ -139,11 +172,19 @@ class StoreAuthTest : public ::testing::Test {
   std::vector<uint8_t> blob_;
 };
 
-TEST_F(StoreAuthTest, TaggedBlobLayoutMatchesTheReferenceHmacAndRoundTrips) {
+TEST_P(StoreAuthTest, TaggedBlobLayoutMatchesTheReferenceHmacAndRoundTrips) {
   ASSERT_EQ(blob_.size(), kBlobHeaderBytes + payload_bytes() + kBlobTagBytes);
-  EXPECT_EQ(ReadLe(blob_.data() + 4, 2), kBlobVersion);
-  EXPECT_EQ(ReadLe(blob_.data() + kBlobFlagsOffset, 4), kBlobFlagTagged);
-  const std::vector<uint8_t> want = ReferenceTag(secret_, blob_.data(), payload_bytes(), full_key_);
+  if (GetParam() == 0) {
+    EXPECT_EQ(ReadLe(blob_.data() + 4, 2), kBlobVersion);
+    EXPECT_EQ(ReadLe(blob_.data() + kBlobFlagsOffset, 4), kBlobFlagTagged);
+    EXPECT_EQ(blob_[kBlobTagChunkOffset], 0);
+  } else {
+    EXPECT_EQ(ReadLe(blob_.data() + 4, 2), 5u);
+    EXPECT_EQ(ReadLe(blob_.data() + kBlobFlagsOffset, 4), 5u);  // tagged | chunked
+    EXPECT_EQ(blob_[kBlobTagChunkOffset], GetParam());
+  }
+  if (GetParam() == 6) EXPECT_GT(payload_bytes(), 4u * 64);  // several chunks
+  const std::vector<uint8_t> want = Reference(secret_, blob_.data());
   ASSERT_EQ(want.size(), kBlobTagBytes);
   EXPECT_TRUE(std::equal(want.begin(), want.end(), blob_.end() - kBlobTagBytes));
   // The payload is the slot's stored region, in clear (the tag does not hide it).
@@ -158,7 +199,7 @@ TEST_F(StoreAuthTest, TaggedBlobLayoutMatchesTheReferenceHmacAndRoundTrips) {
   EXPECT_EQ(tagged_->slots().Get(slots_[1])->ring_high, 12);
 }
 
-TEST_F(StoreAuthTest, EveryBitFlipOfHeaderPayloadAndTagIsRefused) {
+TEST_P(StoreAuthTest, EveryBitFlipOfHeaderPayloadAndTagIsRefused) {
   ASSERT_EQ(slots_[1], 1u);
   const size_t bits = blob_.size() * 8;
   for (size_t bit = 0; bit < bits; ++bit) {
@@ -170,7 +211,7 @@ TEST_F(StoreAuthTest, EveryBitFlipOfHeaderPayloadAndTagIsRefused) {
   }
 }
 
-TEST_F(StoreAuthTest, EveryBitFlipOfTheKeyIsRefused) {
+TEST_P(StoreAuthTest, EveryBitFlipOfTheKeyIsRefused) {
   // The blob moved (copied) to every key one bit away from "seq".
   const std::string key = "seq";
   for (size_t bit = 0; bit < key.size() * 8; ++bit) {
@@ -182,7 +223,7 @@ TEST_F(StoreAuthTest, EveryBitFlipOfTheKeyIsRefused) {
   }
 }
 
-TEST_F(StoreAuthTest, BlobMovedToAnotherNamespaceIsRefused) {
+TEST_P(StoreAuthTest, BlobMovedToAnotherNamespaceIsRefused) {
   std::unique_ptr<Cache> other = MakeCacheWith(secret_, "tenant-b", shared_);
   ASSERT_NE(other, nullptr);
   ASSERT_EQ(*other->slots().Alloc(), 0u);
@@ -192,21 +233,20 @@ TEST_F(StoreAuthTest, BlobMovedToAnotherNamespaceIsRefused) {
   ExpectRefused(*other, "moved into namespace tenant-b");
 }
 
-TEST_F(StoreAuthTest, BlobRetaggedWithAnotherSecretIsRefused) {
+TEST_P(StoreAuthTest, BlobRetaggedWithAnotherSecretIsRefused) {
   std::vector<uint8_t> b = blob_;
-  const std::vector<uint8_t> forged =
-      ReferenceTag(Bytes("another secret, 32 bytes long..."), b.data(), payload_bytes(), full_key_);
+  const std::vector<uint8_t> forged = Reference(Bytes("another secret, 32 bytes long..."), b.data());
   std::copy(forged.begin(), forged.end(), b.end() - kBlobTagBytes);
   PutRaw(*shared_, full_key_, b);
   ExpectRefused(*tagged_, "re-tagged with another secret");
   // Control: re-tagging with the right secret is accepted (the test can pass).
-  const std::vector<uint8_t> right = ReferenceTag(secret_, b.data(), payload_bytes(), full_key_);
+  const std::vector<uint8_t> right = Reference(secret_, b.data());
   std::copy(right.begin(), right.end(), b.end() - kBlobTagBytes);
   PutRaw(*shared_, full_key_, b);
   EXPECT_TRUE(Restore(*tagged_, 1, "seq").ok());
 }
 
-TEST_F(StoreAuthTest, TaggedWithoutSecretAndUntaggedWithSecretAreRefused) {
+TEST_P(StoreAuthTest, TaggedWithoutSecretAndUntaggedWithSecretAreRefused) {
   std::unique_ptr<Cache> plain = MakeCacheWith({}, "", shared_);
   ASSERT_NE(plain, nullptr);
   ASSERT_EQ(*plain->slots().Alloc(), 0u);
@@ -237,7 +277,7 @@ TEST_F(StoreAuthTest, TaggedWithoutSecretAndUntaggedWithSecretAreRefused) {
 // Through a tiered store: a blob altered in the slow tier is refused with the
 // slot unchanged, though the tiered get has already promoted the bytes into
 // the fast tier (the tag is checked by the cache, after the store's get).
-TEST_F(StoreAuthTest, TieredStoreRestoresAreVerifiedBeforeTheSlot) {
+TEST_P(StoreAuthTest, TieredStoreRestoresAreVerifiedBeforeTheSlot) {
   auto fast = std::make_shared<MemoryStore>(64 << 20);
   auto slow = std::make_shared<MemoryStore>(64 << 20);
   std::vector<std::unique_ptr<KvStore>> tiers;
@@ -262,7 +302,13 @@ TEST_F(StoreAuthTest, TieredStoreRestoresAreVerifiedBeforeTheSlot) {
   EXPECT_TRUE(Restore(*tagged_, 1, "seq").ok());
 }
 
-TEST_F(StoreAuthTest, SecretLengthIsChecked) {
+INSTANTIATE_TEST_SUITE_P(ChunkLog2, StoreAuthTest, ::testing::Values(6, 16, 0),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           return p.param == 0 ? std::string("SinglePass")
+                                               : "Chunks" + std::to_string(p.param);
+                         });
+
+TEST(StoreAuth, SecretLengthIsChecked) {
   EXPECT_EQ(BlobSecret::Create(std::vector<uint8_t>(15, 1), "s").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(BlobSecret::Create(std::vector<uint8_t>(16, 1), "s").ok());

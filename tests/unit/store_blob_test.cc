@@ -191,11 +191,45 @@ TEST(Blob, PreciseErrors) {
   // Another layout, correctly sealed: a miss, not corruption.
   EXPECT_EQ(code(clean, {kFingerprint ^ 1, 256, kKeyHash}), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(code(clean, {kFingerprint, 512, kKeyHash}), absl::StatusCode::kFailedPrecondition);
-  // Another version, even with a valid checksum (4 is the compression section's).
-  std::vector<uint8_t> v5 = clean;
-  WriteLe(&v5[4], 5, 2);
-  ResealBlob(v5);
-  EXPECT_EQ(code(v5, expect), absl::StatusCode::kFailedPrecondition);
+  // Another version, even with a valid checksum (4 is the compression
+  // section's, 5 the chunked tag's).
+  std::vector<uint8_t> v6 = clean;
+  WriteLe(&v6[4], 6, 2);
+  ResealBlob(v6);
+  EXPECT_EQ(code(v6, expect), absl::StatusCode::kFailedPrecondition);
+  // The chunked-tag flag (bit 2) is a version 5 flag, only with the tag flag
+  // and a chunk exponent of 6 ... 30 in byte 48; byte 48 is reserved
+  // otherwise and bytes 49 ... 59 always.
+  auto v5 = [&](uint32_t flags, uint8_t byte48, int version = 5, size_t also_set = 0) {
+    std::vector<uint8_t> b = clean;
+    WriteLe(&b[4], version, 2);
+    WriteLe(&b[kBlobFlagsOffset], flags, 4);
+    b[kBlobTagChunkOffset] = byte48;
+    if (also_set != 0) b[also_set] = 1;
+    ResealBlob(b);
+    return code(b, expect);
+  };
+  const uint32_t chunked = kBlobFlagTagged | kBlobFlagChunkedTag;
+  EXPECT_EQ(v5(chunked, 16), absl::StatusCode::kOk);
+  EXPECT_EQ(v5(chunked, 6), absl::StatusCode::kOk);
+  EXPECT_EQ(v5(chunked, 30), absl::StatusCode::kOk);
+  EXPECT_EQ(v5(0, 0), absl::StatusCode::kOk);  // version 5, no chunked tag: like version 3
+  EXPECT_EQ(v5(chunked, 5), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(v5(chunked, 31), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(v5(chunked, 0), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(v5(kBlobFlagChunkedTag, 16), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(v5(kBlobFlagTagged, 16), absl::StatusCode::kFailedPrecondition);  // byte 48 reserved
+  EXPECT_EQ(v5(chunked, 16, 4), absl::StatusCode::kFailedPrecondition);      // a version 4 blob
+  EXPECT_EQ(v5(chunked, 16, 5, 49), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(v5(chunked, 16, 5, 59), absl::StatusCode::kFailedPrecondition);
+  // An authenticated blob's CRC is not recomputed (its HMAC tag covered the
+  // same bytes); any other blob's is.
+  std::vector<uint8_t> bad_crc = clean;
+  bad_crc[kBlobChecksumOffset] ^= 1;
+  BlobExpectation authenticated = expect;
+  authenticated.authenticated = true;
+  EXPECT_EQ(code(bad_crc, expect), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(code(bad_crc, authenticated), absl::StatusCode::kOk);
   // The compression flag (bit 1) is a version 4 flag; and one the cache does
   // not expect is refused as another writer's setting.
   std::vector<uint8_t> v4 = clean;

@@ -288,8 +288,8 @@ TEST_F(SlotStoreTest, OtherVersionOrLayoutIsFailedPrecondition) {
   ASSERT_TRUE(Save(*cache_, slots_[0], "seq").ok());
   faults_->set_version = 1;  // before the key hash (its bytes are read as reserved)
   ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 1");
-  faults_->set_version = 5;  // 4 is the compression section's (docs/store.md)
-  ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 5");
+  faults_->set_version = 6;  // 4 is the compression section's, 5 the chunked tag's (docs/store.md)
+  ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 6");
   faults_->set_version = 0;
   ExpectRestoreFailsUntouched(absl::StatusCode::kFailedPrecondition, "version 0");
   faults_->set_version = -1;
