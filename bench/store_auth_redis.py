@@ -1,10 +1,13 @@
 """Restore of one DeepSeek-V4-like checkpoint (20 stored MQA layers of
 134 x 528 bytes: 1,415,040 stored bytes) from a redis-server on loopback,
 without and with a store secret (HMAC-SHA-256 tags), next to the memory
-store, timed in alternating batches in one run (medians). Issue 33, item 2;
-docs/store.md "Threat model". Usage (redis-server on PATH):
+store and a memcpy of the same bytes, timed in alternating batches in one
+run (medians). Issue 33, item 2; docs/store.md "Threat model". The tag's
+chunk digests run on SWACACHE_STORE_HASH_THREADS threads (read once per
+process: run the script once per thread count). Usage (redis-server on PATH):
 
-    SWACACHE_LIBRARY=build/libswacache.so python bench/store_auth_redis.py
+    SWACACHE_LIBRARY=build/libswacache.so SWACACHE_STORE_HASH_THREADS=2 \
+        python bench/store_auth_redis.py
 """
 import os
 import platform
@@ -71,15 +74,25 @@ def main():
             "redis": make_cache(sc.RedisStore("127.0.0.1", port), None, b"plain"),
             "redis + HMAC": make_cache(sc.RedisStore("127.0.0.1", port), SECRET, b"tagged"),
         }
-        times = {k: [] for k in runs}
+        stored = runs["memory"][0].layout.stored_bytes
+        src, dst = bytearray(os.urandom(stored)), bytearray(stored)
+
+        def copy():
+            dst[:] = src  # one memcpy of the stored bytes
+
+        probes = {"memcpy": copy}
+        for name, (_, slot, key) in runs.items():
+            probes[name] = (lambda s, k: lambda: s.restore(k))(slot, key)
+        times = {k: [] for k in probes}
         for _ in range(15):  # alternating batches
-            for name, (_, slot, key) in runs.items():
+            for name, probe in probes.items():
                 t0 = time.perf_counter()
                 for _ in range(20):
-                    slot.restore(key)
+                    probe()
                 times[name].append((time.perf_counter() - t0) / 20)
-        stored = runs["memory"][0].layout.stored_bytes
-        print(f"CPU: {cpu_name()}; stored bytes per restore: {stored}")
+        print(f"CPU: {cpu_name()}; load average {os.getloadavg()[0]:.2f}; stored bytes per "
+              f"restore: {stored}; SWACACHE_STORE_HASH_THREADS="
+              f"{os.environ.get('SWACACHE_STORE_HASH_THREADS', '(unset)')}")
         med = {k: statistics.median(v) for k, v in times.items()}
         for name, t in med.items():
             base = med[name.replace(" + HMAC", "")]

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <functional>
 #include <utility>
@@ -177,22 +179,32 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> rate_;
 };
 
-// Seconds per call of each of `probes`, timed in alternating batches of
-// `batch` calls, 15 rounds: the medians.
-std::vector<double> Interleaved(const std::vector<std::function<void()>>& probes, int batch) {
-  std::vector<std::vector<double>> t(probes.size());
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Wall and process CPU seconds per call of each of `probes`, timed in
+// alternating batches of `batch` calls, 15 rounds: the medians.
+std::vector<std::pair<double, double>> Interleaved(
+    const std::vector<std::function<void()>>& probes, int batch) {
+  std::vector<std::vector<double>> wall(probes.size()), cpu(probes.size());
   for (const auto& p : probes) p();  // warm
   for (int round = 0; round < 15; ++round)
     for (size_t i = 0; i < probes.size(); ++i) {
+      const double c0 = ProcessCpuSeconds();
       const auto t0 = std::chrono::steady_clock::now();
       for (int k = 0; k < batch; ++k) probes[i]();
-      t[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
-                     batch);
+      wall[i].push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / batch);
+      cpu[i].push_back((ProcessCpuSeconds() - c0) / batch);
     }
-  std::vector<double> med;
-  for (auto& v : t) {
-    std::sort(v.begin(), v.end());
-    med.push_back(v[v.size() / 2]);
+  std::vector<std::pair<double, double>> med;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    std::sort(wall[i].begin(), wall[i].end());
+    std::sort(cpu[i].begin(), cpu[i].end());
+    med.emplace_back(wall[i][wall[i].size() / 2], cpu[i][cpu[i].size() / 2]);
   }
   return med;
 }
@@ -242,20 +254,27 @@ int main(int argc, char** argv) {
       {"restore, HMAC single-pass (v3)", restore_from(&f.Tagged(0, 1))},
       {"restore, HMAC chunked 64 KiB, 1 thread", restore_from(&f.Tagged(16, 1))},
       {"restore, HMAC chunked 64 KiB, 2 threads", restore_from(&f.Tagged(16, 2))},
+      {"restore, HMAC chunked 256 KiB, 2 threads", restore_from(&f.Tagged(18, 2))},
+      {"restore, HMAC chunked 16 KiB, 2 threads", restore_from(&f.Tagged(14, 2))},
       {"save", save_to(f.store.get())},
       {"save, HMAC single-pass (v3)", save_to(&f.Tagged(0, 1))},
       {"save, HMAC chunked 64 KiB, 2 threads", save_to(&f.Tagged(16, 2))},
   };
   std::vector<std::function<void()>> runs;
   for (const Probe& p : probes) runs.push_back(p.run);
-  const std::vector<double> sec = Interleaved(runs, 20);
-  std::printf("\nalternating batches of 20, medians of 15 (x: restore or save of the same "
-              "kind without a secret):\n");
+  const std::vector<std::pair<double, double>> med = Interleaved(runs, 20);
+  double load[3] = {0, 0, 0};
+  (void)getloadavg(load, 3);
+  std::printf("\nalternating batches of 20, medians of 15, load average %.2f (x: restore or "
+              "save of the same kind without a secret; CPU: process CPU time per call, all "
+              "threads):\n",
+              load[0]);
   for (size_t i = 0; i < probes.size(); ++i) {
     const bool is_save = std::strncmp(probes[i].name, "save", 4) == 0;
-    const double base = i == 0 ? sec[0] : is_save ? sec[5] : sec[1];
-    std::printf("%-42s %8.1f us  %6.2f GB/s  %5.2fx%s\n", probes[i].name, sec[i] * 1e6,
-                double(f.stored_bytes) / sec[i] / 1e9, base / sec[i],
+    const double sec = med[i].first;
+    const double base = i == 0 ? sec : is_save ? med[7].first : med[1].first;
+    std::printf("%-42s %8.1f us  CPU %8.1f us  %6.2f GB/s  %5.2fx%s\n", probes[i].name,
+                sec * 1e6, med[i].second * 1e6, double(f.stored_bytes) / sec / 1e9, base / sec,
                 !is_save && i >= 2 ? "  (target >= 0.70x)" : "");
   }
   benchmark::Shutdown();

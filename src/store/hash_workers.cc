@@ -99,7 +99,7 @@ size_t DefaultHashThreads() {
       const long v = std::strtol(env, &end, 10);
       if (*end == 0 && v >= 1) return std::min<size_t>(static_cast<size_t>(v), kMaxHashThreads);
     }
-    return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMaxHashThreads);
+    return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kDefaultMaxHashThreads);
   }();
   return threads;
 }

@@ -12,11 +12,13 @@
 namespace swa {
 
 // Most threads a ParallelFor uses, the caller's included.
-inline constexpr size_t kMaxHashThreads = 8;
+inline constexpr size_t kMaxHashThreads = 16;
+// Most threads DefaultHashThreads picks by itself.
+inline constexpr size_t kDefaultMaxHashThreads = 8;
 
 // The threads a ParallelFor with `threads` = 0 uses: SWACACHE_STORE_HASH_THREADS
-// when it is a number >= 1 (read once), else the machine's hardware threads;
-// at most kMaxHashThreads, at least 1.
+// when it is a number >= 1 (read once; at most kMaxHashThreads), else the
+// machine's hardware threads, at most kDefaultMaxHashThreads.
 size_t DefaultHashThreads();
 
 // Runs fn(0) ... fn(n - 1), each exactly once, on the calling thread and up to
