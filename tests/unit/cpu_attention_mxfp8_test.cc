@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/attention_amx.h"
 #include "backend/cpu/thread_pool.h"
 #include "codec/codec.h"
 #include "gtest/gtest.h"
@@ -283,6 +284,70 @@ TEST(CpuAttentionMxfp8, AmxReadsTheRowsInPlace) {
   }
 }
 
+// A large in-place AMX output (one KV head, one key chunk, 384 x 512 floats
+// in one block) goes out with non-temporal stores, realigned to whole lines
+// when the output does not start on one: the same bits at every offset as
+// with ordinary stores, within the BF16-P budget of the FP64 reference, and
+// nothing written outside the output; a token that sees no key and has no
+// sink (l = 0) gets rows of +0.
+TEST(CpuAttentionMxfp8, AmxStreamedOutputHasTheStoredOutputsBits) {
+  if (!AmxKernelsAvailable()) GTEST_SKIP() << "no AMX-BF16 tile data on this CPU / OS";
+  uint32_t seed = 500;
+  for (const Case& c : {Case{64, 1, 512, true, true, 500, 6, 128},
+                        Case{64, 1, 512, true, false, 300, 6, 128}}) {
+    MxProblem p = Make(c, ++seed, /*with_missing_rows=*/true);
+    const int empty = c.sinks ? -1 : 2;  // without sinks, token 2 sees no key
+    if (empty >= 0) p.begin[empty] = p.end[empty];
+    std::vector<uint16_t> q16(p.q.size());
+    for (size_t i = 0; i < p.q.size(); ++i) {
+      uint32_t b;
+      std::memcpy(&b, &p.q[i], 4);
+      q16[i] = static_cast<uint16_t>((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+      b = static_cast<uint32_t>(q16[i]) << 16;
+      std::memcpy(&p.q[i], &b, 4);
+    }
+    DecodeTile(p);
+    const size_t n = static_cast<size_t>(c.tokens) * c.hq * c.d;
+    SetAmxStreamingStores(false);
+    const Result stored = Attention(p, true, AttentionIsa::kAmx, nullptr, q16.data());
+    SetAmxStreamingStores(true);
+    std::vector<float> buffer(n + 64);
+    float* line = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) / 4;
+    for (int offset : {0, 1, 4, 15}) {  // floats past a 64-byte line
+      const std::string what = Describe(c) + " offset " + std::to_string(offset);
+      float* out = line + offset;
+      std::fill(buffer.begin(), buffer.end(), kNaN);
+      std::vector<float> lse(static_cast<size_t>(c.tokens) * c.hq, kNaN);
+      AttentionShape shape{c.hq, c.hkv, c.d, p.scale, c.sinks ? p.sinks.data() : nullptr};
+      SeqProblem sp{c.tokens, p.q.data(), p.n_keys, nullptr, nullptr, p.begin.data(),
+                    p.end.data(), out};
+      sp.lse = lse.data();
+      sp.q_bf16 = q16.data();
+      sp.mx.rows = p.rows.data();
+      sp.mx.k_offset = 0;
+      sp.mx.v_offset = 0;
+      sp.mx.vec_bytes = p.vec_bytes;
+      AttendWithIsa(AttentionIsa::kAmx, shape, &sp, 1, nullptr);
+      const std::vector<float> got(out, out + n);
+      ExpectSameBits(got, stored.out, what);
+      ExpectSameBits(lse, stored.lse, what + " lse");
+      for (float* x = buffer.data(); x < out; ++x) ASSERT_TRUE(std::isnan(*x)) << what << ": before";
+      for (float* x = out + n; x < buffer.data() + buffer.size(); ++x)
+        ASSERT_TRUE(std::isnan(*x)) << what << ": after";
+    }
+    if (empty < 0) {
+      EXPECT_LE(RelativeErrorToReference(p, stored.out), 4e-3) << Describe(c);
+      continue;
+    }
+    const size_t per_token = static_cast<size_t>(c.hq) * c.d;
+    for (size_t i = empty * per_token; i < (empty + 1) * per_token; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &stored.out[i], 4);
+      ASSERT_EQ(bits, 0u) << Describe(c) << ": token without keys, elem " << i;
+    }
+  }
+}
+
 // A value row that only a later token sees holds a NaN code or a NaN scale:
 // the earlier tokens' rows stay exact, the later ones are non-finite, exactly
 // as on the decoded tile.
@@ -325,6 +390,102 @@ TEST(CpuAttentionMxfp8, NanInALaterTokensRowStaysInItsRows) {
           bool any_bad = false;
           for (int e = 0; e < c.d; ++e) any_bad |= !std::isfinite(rows.out[i + e]);
           EXPECT_TRUE(any_bad) << what << ": a row that sees the NaN is finite";
+        }
+      }
+    }
+  }
+}
+
+// BF16 rows read in place (SeqProblem::mx with bf16: a BF16 ring under FP32
+// queries): the same bits as the same kernels on the FP32 tile of the widened
+// values, on every kernel set this CPU has (AVX-512 widens them straight into
+// its panels), missing rows as zeros, a NaN value in a key only later tokens
+// see kept in exactly those tokens' rows; within the FP32 budget of the FP64
+// reference.
+TEST(CpuAttentionMxfp8, Bf16RowsInPlaceMatchTheWidenedTileBitForBit) {
+  ThreadPool pool(3);
+  uint32_t seed = 900;
+  for (const Case& c : kCases) {
+    for (bool poison : {false, true}) {
+      MxProblem p = Make(c, ++seed, /*with_missing_rows=*/true);
+      p.vec_bytes = sizeof(uint16_t) * c.d;
+      const int vectors = c.hkv * (c.shared_kv ? 1 : 2);
+      p.row_bytes = p.vec_bytes * vectors;
+      std::mt19937 rng(seed);
+      swa_test::UniformReal<float> u(-2.0f, 2.0f);
+      std::vector<std::unique_ptr<uint8_t[]>> storage;
+      std::vector<std::vector<float>> widened(p.n_keys);  // the row's values as FP32
+      for (int r = 0; r < p.n_keys; ++r) {
+        storage.emplace_back(new uint8_t[p.row_bytes + 64]);
+        uint8_t* row = storage.back().get() + 2 * (rng() % 32);  // any even offset
+        widened[r].resize(static_cast<size_t>(vectors) * c.d);
+        for (size_t e = 0; e < widened[r].size(); ++e) {
+          const float x = u(rng);
+          uint32_t b;
+          std::memcpy(&b, &x, 4);
+          const uint16_t h = static_cast<uint16_t>(b >> 16);  // truncated: a BF16 value
+          std::memcpy(row + 2 * e, &h, 2);
+          b = static_cast<uint32_t>(h) << 16;
+          std::memcpy(&widened[r][e], &b, 4);
+        }
+        if (p.rows[r] != nullptr) p.rows[r] = row;
+      }
+      const int poisoned = c.tokens - 1;  // only the last token sees its own key
+      const int key = p.end[poisoned] - 1;
+      if (poison && p.rows[key] != nullptr) {
+        const uint16_t nan = 0x7FC1;
+        for (int g = 0; g < c.hkv; ++g) {
+          const size_t e = static_cast<size_t>(c.shared_kv ? g : c.hkv + g) * c.d + 3;
+          std::memcpy(const_cast<uint8_t*>(p.rows[key]) + 2 * e, &nan, 2);
+          const uint32_t b = static_cast<uint32_t>(nan) << 16;  // the widened payload
+          std::memcpy(&widened[key][e], &b, 4);
+        }
+      }
+      const size_t floats = static_cast<size_t>(p.n_keys) * c.hkv * c.d;
+      p.k.assign(floats, 0.0f);
+      p.v.assign(c.shared_kv ? 0 : floats, 0.0f);
+      for (int r = 0; r < p.n_keys; ++r) {
+        if (p.rows[r] == nullptr) continue;
+        const size_t per_row = static_cast<size_t>(c.hkv) * c.d;
+        std::copy(widened[r].begin(), widened[r].begin() + per_row, p.k.begin() + r * per_row);
+        if (!c.shared_kv)
+          std::copy(widened[r].begin() + per_row, widened[r].end(), p.v.begin() + r * per_row);
+      }
+      for (AttentionIsa isa : IsasHere()) {
+        for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          const std::string what = Describe(c) + " isa " + std::to_string(static_cast<int>(isa)) +
+                                   (poison ? " NaN" : "") + (tp ? " pool" : "");
+          const Result tile = Attention(p, false, isa, tp);
+          Result rows;
+          {
+            rows.out.assign(tile.out.size(), kNaN);
+            rows.lse.assign(tile.lse.size(), kNaN);
+            AttentionShape shape{c.hq, c.hkv, c.d, p.scale, c.sinks ? p.sinks.data() : nullptr};
+            SeqProblem sp{c.tokens, p.q.data(), p.n_keys, nullptr, nullptr, p.begin.data(),
+                          p.end.data(), rows.out.data()};
+            sp.lse = rows.lse.data();
+            sp.mx.rows = p.rows.data();
+            sp.mx.k_offset = 0;
+            sp.mx.v_offset = c.shared_kv ? 0 : c.hkv * p.vec_bytes;
+            sp.mx.vec_bytes = p.vec_bytes;
+            sp.mx.bf16 = true;
+            AttendWithIsa(isa, shape, &sp, 1, tp);
+          }
+          ExpectSameBits(rows.out, tile.out, what + " out");
+          ExpectSameBits(rows.lse, tile.lse, what + " lse");
+          const size_t row_floats = static_cast<size_t>(c.hq) * c.d;
+          const bool nan_seen = poison && p.rows[key] != nullptr;
+          if (!nan_seen) {
+            EXPECT_LE(RelativeErrorToReference(p, rows.out), 1e-5) << what;
+            continue;
+          }
+          for (size_t i = 0; i < poisoned * row_floats; ++i)
+            ASSERT_TRUE(std::isfinite(rows.out[i])) << what << ": an earlier token's output at " << i;
+          for (size_t i = poisoned * row_floats; i < rows.out.size(); i += c.d) {
+            bool any_bad = false;
+            for (int e = 0; e < c.d; ++e) any_bad |= !std::isfinite(rows.out[i + e]);
+            EXPECT_TRUE(any_bad) << what << ": a row that sees the NaN is finite";
+          }
         }
       }
     }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/attention_amx.h"
 #include "backend/cpu/attention_block.h"
 #include "codec/codec.h"
 
@@ -60,6 +61,12 @@ bool RequestTileData() {
 
 }  // namespace
 
+namespace {
+bool g_streaming_stores = true;  // SetAmxStreamingStores
+}  // namespace
+
+void SetAmxStreamingStores(bool on) { g_streaming_stores = on; }
+
 bool AmxTileDataGranted() {
   static const bool granted = CpuHasAmxBf16() && RequestTileData();
   return granted;
@@ -70,6 +77,7 @@ namespace {
 
 constexpr int kAmxRows = 16;     // rows of a tile
 constexpr int kAmxKeyStep = 32;  // keys per P.V step (16 pairs)
+constexpr size_t kStreamBytes = 256 * 1024;  // in-place outputs this large: non-temporal stores
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
@@ -113,83 +121,104 @@ class Tiles {
 
 // Raw scores of row tiles a0 (m0 rows) and, with kTwo, a1 (m1 rows) against
 // K^T panels [p0, p1) of kt (pack_kt layout, d deep): s0 / s1 rows lds floats
-// apart, panel p at column 16 p.
+// apart, panel p at column 16 p. The depth is cut in slices of kAmxDepthSlice
+// (when d is a multiple of it) so that the row pair's Q slice (16 KiB) stays
+// in L1 while the K^T panels stream past it from L2; the partial sums go
+// through the score rows (FP32 stores and loads: the same sums, in the same
+// order, as one pass). pf / pf_end: lines to prefetch into L1 on the way,
+// kPrefetchLines per step (the next row pair's Q, cold in L3).
+constexpr int kAmxDepthSlice = 256;
+constexpr int kPrefetchLines = 8;
 template <bool kTwo>
 void Scores(const uint16_t* a0, const uint16_t* a1, ptrdiff_t lda, int d, const uint16_t* kt,
-            int p0, int p1, float* s0, float* s1, ptrdiff_t lds) {
+            int p0, int p1, float* s0, float* s1, ptrdiff_t lds, const char* pf,
+            const char* pf_end) {
   const size_t sa = sizeof(uint16_t) * lda, ss = sizeof(float) * lds;
   const ptrdiff_t panel = static_cast<ptrdiff_t>(kTileCols) * d;
-  int p = p0;
-  for (; p + 2 <= p1; p += 2) {
-    const uint16_t* b0 = kt + p * panel;
-    const uint16_t* b1 = b0 + panel;
-    _tile_zero(0);
-    _tile_zero(1);
-    if (kTwo) {
-      _tile_zero(2);
-      _tile_zero(3);
-    }
-    for (int e = 0; e < d; e += 32) {  // depth pair e / 2 sits 32 * (e / 2) values in
-      _tile_loadd(4, a0 + e, sa);
-      _tile_loadd(6, b0 + 16 * e, 64);
-      _tile_loadd(7, b1 + 16 * e, 64);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
+  const int kc = d > kAmxDepthSlice && d % kAmxDepthSlice == 0 ? kAmxDepthSlice : d;
+  auto prefetch = [&] {
+    for (int i = 0; i < kPrefetchLines && pf < pf_end; ++i, pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
+  };
+  for (int e0 = 0; e0 < d; e0 += kc) {
+    const int e1 = e0 + kc;
+    int p = p0;
+    for (; p + 2 <= p1; p += 2) {
+      const uint16_t* b0 = kt + p * panel;
+      const uint16_t* b1 = b0 + panel;
+      if (e0 == 0) {
+        _tile_zero(0);
+        _tile_zero(1);
+        if (kTwo) {
+          _tile_zero(2);
+          _tile_zero(3);
+        }
+      } else {
+        _tile_loadd(0, s0 + kTileCols * p, ss);
+        _tile_loadd(1, s0 + kTileCols * (p + 1), ss);
+        if (kTwo) {
+          _tile_loadd(2, s1 + kTileCols * p, ss);
+          _tile_loadd(3, s1 + kTileCols * (p + 1), ss);
+        }
+      }
+      for (int e = e0; e < e1; e += 32) {  // depth pair e / 2 sits 32 * (e / 2) values in
+        prefetch();
+        _tile_loadd(4, a0 + e, sa);
+        _tile_loadd(6, b0 + 16 * e, 64);
+        _tile_loadd(7, b1 + 16 * e, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        if (kTwo) {
+          _tile_loadd(5, a1 + e, sa);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+      _tile_stored(0, s0 + kTileCols * p, ss);
+      _tile_stored(1, s0 + kTileCols * (p + 1), ss);
       if (kTwo) {
-        _tile_loadd(5, a1 + e, sa);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+        _tile_stored(2, s1 + kTileCols * p, ss);
+        _tile_stored(3, s1 + kTileCols * (p + 1), ss);
       }
     }
-    _tile_stored(0, s0 + kTileCols * p, ss);
-    _tile_stored(1, s0 + kTileCols * (p + 1), ss);
-    if (kTwo) {
-      _tile_stored(2, s1 + kTileCols * p, ss);
-      _tile_stored(3, s1 + kTileCols * (p + 1), ss);
-    }
-  }
-  if (p < p1) {
-    const uint16_t* b0 = kt + p * panel;
-    _tile_zero(0);
-    if (kTwo) _tile_zero(2);
-    for (int e = 0; e < d; e += 32) {
-      _tile_loadd(4, a0 + e, sa);
-      _tile_loadd(6, b0 + 16 * e, 64);
-      _tile_dpbf16ps(0, 4, 6);
-      if (kTwo) {
-        _tile_loadd(5, a1 + e, sa);
-        _tile_dpbf16ps(2, 5, 6);
+    if (p < p1) {
+      const uint16_t* b0 = kt + p * panel;
+      if (e0 == 0) {
+        _tile_zero(0);
+        if (kTwo) _tile_zero(2);
+      } else {
+        _tile_loadd(0, s0 + kTileCols * p, ss);
+        if (kTwo) _tile_loadd(2, s1 + kTileCols * p, ss);
       }
+      for (int e = e0; e < e1; e += 32) {
+        prefetch();
+        _tile_loadd(4, a0 + e, sa);
+        _tile_loadd(6, b0 + 16 * e, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (kTwo) {
+          _tile_loadd(5, a1 + e, sa);
+          _tile_dpbf16ps(2, 5, 6);
+        }
+      }
+      _tile_stored(0, s0 + kTileCols * p, ss);
+      if (kTwo) _tile_stored(2, s1 + kTileCols * p, ss);
     }
-    _tile_stored(0, s0 + kTileCols * p, ss);
-    if (kTwo) _tile_stored(2, s1 + kTileCols * p, ss);
   }
 }
 
-// o0 / o1 (rows ldo floats apart, d columns) = (accumulate ? o : 0) + P . V
-// over key steps [k0, k1) (32 keys each): P rows a0 / a1 (BF16, ldp apart,
-// indexed by key), V in PackValues slabs.
+// o0 / o1 (rows ldo floats apart, d columns) += P . V over key steps
+// [k0, k1) (32 keys each): P rows a0 / a1 (BF16, ldp apart, indexed by key),
+// V in PackValues slabs.
 template <bool kTwo>
 void Values(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint16_t* vp,
-            ptrdiff_t slab, int k0, int k1, int d, float* o0, float* o1, ptrdiff_t ldo,
-            bool accumulate) {
+            ptrdiff_t slab, int k0, int k1, int d, float* o0, float* o1, ptrdiff_t ldo) {
   const size_t sa = sizeof(uint16_t) * ldp, so = sizeof(float) * ldo;
   constexpr ptrdiff_t kStep = kAmxKeyStep * kTileCols;  // values of a key step in a slab
   for (int j = 0; j < d; j += 2 * kTileCols) {
-    if (accumulate) {
-      _tile_loadd(0, o0 + j, so);
-      _tile_loadd(1, o0 + j + kTileCols, so);
-      if (kTwo) {
-        _tile_loadd(2, o1 + j, so);
-        _tile_loadd(3, o1 + j + kTileCols, so);
-      }
-    } else {
-      _tile_zero(0);
-      _tile_zero(1);
-      if (kTwo) {
-        _tile_zero(2);
-        _tile_zero(3);
-      }
+    _tile_loadd(0, o0 + j, so);
+    _tile_loadd(1, o0 + j + kTileCols, so);
+    if (kTwo) {
+      _tile_loadd(2, o1 + j, so);
+      _tile_loadd(3, o1 + j + kTileCols, so);
     }
     const uint16_t* b0 = vp + (j / kTileCols) * slab;
     const uint16_t* b1 = b0 + slab;
@@ -212,6 +241,120 @@ void Values(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint16_
       _tile_stored(3, o1 + j + kTileCols, so);
     }
   }
+}
+
+// P . V of a block written in place (one key chunk: every row's l is
+// final): rows a0 (m0) and a1 (m1) of P over key steps [k0, k1); each
+// column pair's four accumulators go through an L1 scratch and leave it
+// multiplied by 1 / l of their row (NormaliseRows' product: the same bits;
+// l == 0, a row with no key and no sink, is written as zeros) into the
+// output rows o0 / o1, ldo apart. Each cold output line is written once, in
+// full, and never read back by the block.
+// kStream: non-temporal stores (ldo a multiple of 16, so every row starts
+// `mu` floats past a 64-byte line): with mu > 0 each row's 32-float pieces
+// are realigned to whole lines through a per-row carry of the previous
+// piece; the row's first and last partial lines (shared with the
+// neighbouring rows) take ordinary masked stores.
+template <bool kTwo, bool kStream>
+void ValuesOut(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint16_t* vp,
+               ptrdiff_t slab, int k0, int k1, int d, float* o0, float* o1, ptrdiff_t ldo,
+               int m0, int m1, const float* l, int mu) {
+  const size_t sa = sizeof(uint16_t) * ldp;
+  constexpr ptrdiff_t kStep = kAmxKeyStep * kTileCols;
+  float inv[2 * kAmxRows];
+  for (int i = 0; i < m0 + m1; ++i) inv[i] = l[i] != 0.0f ? 1.0f / l[i] : 0.0f;
+  alignas(64) float c[4][kAmxRows * kTileCols];
+  alignas(64) float carry[2 * kAmxRows][kTileCols];  // the previous piece's upper half
+  // Lane i of a line starting mu floats before x's piece: lo[16 - mu + i]
+  // for i < mu, hi[i - mu] after (permutex2var: bit 4 picks hi).
+  const __m512i shift = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                           12, 13, 14, 15),
+                                         _mm512_set1_epi32(kTileCols - mu));
+  const __mmask16 head = static_cast<__mmask16>(0xFFFFu << mu);  // the row's first line
+  const __mmask16 tail = static_cast<__mmask16>(~head);          // its last, partial line
+  auto put = [&](float* dst, int i, int j, __m512 x0, __m512 x1) {
+    if (!kStream) {
+      _mm512_storeu_ps(dst, x0);
+      _mm512_storeu_ps(dst + kTileCols, x1);
+    } else if (mu == 0) {
+      _mm512_stream_ps(dst, x0);
+      _mm512_stream_ps(dst + kTileCols, x1);
+    } else {
+      float* line = dst - mu;
+      const __m512 prev = j == 0 ? _mm512_setzero_ps() : _mm512_load_ps(carry[i]);
+      const __m512 first = _mm512_permutex2var_ps(prev, shift, x0);
+      if (j == 0)
+        _mm512_mask_storeu_ps(line, head, first);
+      else
+        _mm512_stream_ps(line, first);
+      _mm512_stream_ps(line + kTileCols, _mm512_permutex2var_ps(x0, shift, x1));
+      if (j + 2 * kTileCols == d)
+        _mm512_mask_storeu_ps(line + 2 * kTileCols, tail, _mm512_permutex2var_ps(x1, shift, x1));
+      else
+        _mm512_store_ps(carry[i], x1);
+    }
+  };
+  auto emit = [&](const float* c0, const float* c1, float* o, int m, int i0, int j) {
+    for (int r = 0; r < m; ++r) {
+      float* dst = o + r * ldo + j;
+      if (l[i0 + r] == 0.0f) {
+        put(dst, i0 + r, j, _mm512_setzero_ps(), _mm512_setzero_ps());
+        continue;
+      }
+      const __m512 sc = _mm512_set1_ps(inv[i0 + r]);
+      put(dst, i0 + r, j, _mm512_mul_ps(_mm512_load_ps(c0 + kTileCols * r), sc),
+          _mm512_mul_ps(_mm512_load_ps(c1 + kTileCols * r), sc));
+    }
+  };
+  for (int j = 0; j < d; j += 2 * kTileCols) {
+    _tile_zero(0);
+    _tile_zero(1);
+    if (kTwo) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+    const uint16_t* b0 = vp + (j / kTileCols) * slab;
+    const uint16_t* b1 = b0 + slab;
+    for (int ks = k0; ks < k1; ++ks) {
+      _tile_loadd(4, a0 + kAmxKeyStep * ks, sa);
+      _tile_loadd(6, b0 + kStep * ks, 64);
+      _tile_loadd(7, b1 + kStep * ks, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (kTwo) {
+        _tile_loadd(5, a1 + kAmxKeyStep * ks, sa);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    _tile_stored(0, c[0], 64);
+    _tile_stored(1, c[1], 64);
+    if (kTwo) {
+      _tile_stored(2, c[2], 64);
+      _tile_stored(3, c[3], 64);
+    }
+    emit(c[0], c[1], o0, m0, 0, j);
+    if (kTwo) emit(c[2], c[3], o1, m1, kAmxRows, j);
+  }
+}
+
+// ValuesOut of row tiles a0 (m0 rows) and, when m1 > 0, the next (m1 rows;
+// P rows ldp apart, output rows d apart); l: the denominators of the m0 + m1
+// rows. stream: non-temporal stores (d a multiple of 32, o float-aligned).
+void ValuesInPlace(const uint16_t* a0, int m0, int m1, ptrdiff_t ldp, const uint16_t* vp,
+                   ptrdiff_t slab, int k0, int k1, int d, float* o0, bool stream,
+                   const float* l) {
+  const uint16_t* a1 = a0 + kAmxRows * ldp;
+  float* o1 = o0 + static_cast<ptrdiff_t>(kAmxRows) * d;
+  const int mu = static_cast<int>(reinterpret_cast<uintptr_t>(o0) % 64 / sizeof(float));
+  if (m1 > 0 && stream)
+    ValuesOut<true, true>(a0, a1, ldp, vp, slab, k0, k1, d, o0, o1, d, m0, m1, l, mu);
+  else if (m1 > 0)
+    ValuesOut<true, false>(a0, a1, ldp, vp, slab, k0, k1, d, o0, o1, d, m0, m1, l, 0);
+  else if (stream)
+    ValuesOut<false, true>(a0, nullptr, ldp, vp, slab, k0, k1, d, o0, nullptr, d, m0, 0, l, mu);
+  else
+    ValuesOut<false, false>(a0, nullptr, ldp, vp, slab, k0, k1, d, o0, nullptr, d, m0, 0, l, 0);
 }
 
 // Key pair (a, b) of 16 columns as 16 dwords (a low, b high), from BF16 or
@@ -374,6 +517,13 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
 
   const BlockOutput out = SetUpOutput(pr, hull, row0, rows, d, q_in_place, blocking, ws);
   float* const o = out.o;
+  // A large in-place output (the rows of a DeepSeek-V4-like block: 768 KiB)
+  // is written once and not read by the block: non-temporal stores spare the
+  // read for ownership of each cold line and the eviction of the K^T / V
+  // tiles from L2.
+  const bool stream = g_streaming_stores && out.in_place && d % (2 * kTileCols) == 0 &&
+                      reinterpret_cast<uintptr_t>(o) % sizeof(float) == 0 &&
+                      static_cast<size_t>(rows) * d * sizeof(float) >= kStreamBytes;
   Tiles amx;
   if (out.n_chunks > 0) {
     const int chunk = RoundUp(CeilDiv(out.span, out.n_chunks), kAmxKeyStep);
@@ -408,10 +558,13 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         const uint16_t* a0 = q + static_cast<ptrdiff_t>(r0) * d;
         float* s0 = s + static_cast<ptrdiff_t>(r0) * lds;
         amx.Use(m0, m1);
+        // The next row pair's Q rows (contiguous, d apart), into L1 on the way.
+        const char* pf = reinterpret_cast<const char*>(q + static_cast<ptrdiff_t>(r0 + 2 * kAmxRows) * d);
+        const char* pf_end = reinterpret_cast<const char*>(q + static_cast<ptrdiff_t>(std::min(rows, r0 + 4 * kAmxRows)) * d);
         if (m1 > 0)
-          Scores<true>(a0, a0 + kAmxRows * d, d, d, kt, p0, p1, s0, s0 + kAmxRows * lds, lds);
+          Scores<true>(a0, a0 + kAmxRows * d, d, d, kt, p0, p1, s0, s0 + kAmxRows * lds, lds, pf, pf_end);
         else
-          Scores<false>(a0, nullptr, d, d, kt, p0, p1, s0, nullptr, lds);
+          Scores<false>(a0, nullptr, d, d, kt, p0, p1, s0, nullptr, lds, pf, pf_end);
       }
 
       OnlineSoftmax(kn, shape, rows, c0, c1, lds, shape.scale, s, o, d, ws);
@@ -423,7 +576,8 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
 
       // O (+)= P V over the key steps the rows' keys meet (P is 0 elsewhere
       // and every value of the band is finite). In place (one chunk) the
-      // rows are written, else accumulated into the cleared, rescaled O.
+      // rows are written divided by l (ValuesOut), else accumulated into
+      // the cleared, rescaled O.
       for (int r0 = 0; r0 < rows; r0 += 2 * kAmxRows) {
         const int m0 = std::min(kAmxRows, rows - r0);
         const int m1 = std::clamp(rows - r0 - kAmxRows, 0, kAmxRows);
@@ -434,16 +588,18 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         const uint16_t* a0 = p16 + static_cast<ptrdiff_t>(r0) * ldp;
         float* o0 = o + static_cast<ptrdiff_t>(r0) * d;
         amx.Use(m0, m1);
+        if (out.in_place) {
+          ValuesInPlace(a0, m0, m1, ldp, vp, slab, k0, k1, d, o0, stream, &ws.l[r0]);
+          continue;
+        }
         if (m1 > 0)
-          Values<true>(a0, a0 + kAmxRows * ldp, ldp, vp, slab, k0, k1, d, o0, o0 + kAmxRows * d,
-                       d, !out.in_place);
+          Values<true>(a0, a0 + kAmxRows * ldp, ldp, vp, slab, k0, k1, d, o0, o0 + kAmxRows * d, d);
         else
-          Values<false>(a0, nullptr, ldp, vp, slab, k0, k1, d, o0, nullptr, d, !out.in_place);
-        if (out.in_place) NormaliseRows(kn, o, d, r0, m0 + m1, ws);
+          Values<false>(a0, nullptr, ldp, vp, slab, k0, k1, d, o0, nullptr, d);
       }
     }
   }
-
+  if (stream) _mm_sfence();  // the non-temporal stores ordered before the step's end
   WriteRows(kn, pr, g, row0, rows, ratio, hq, d, o, ws, out.in_place);
 }
 
@@ -454,6 +610,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
 
 namespace swa::cpu {
 bool AmxTileDataGranted() { return false; }
+void SetAmxStreamingStores(bool) {}
 }  // namespace swa::cpu
 
 #endif
