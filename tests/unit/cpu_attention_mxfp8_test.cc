@@ -396,5 +396,101 @@ TEST(CpuAttentionMxfp8, NanInALaterTokensRowStaysInItsRows) {
   }
 }
 
+// BF16 rows read in place (SeqProblem::mx with bf16: a BF16 ring under FP32
+// queries): the same bits as the same kernels on the FP32 tile of the widened
+// values, on every kernel set this CPU has (AVX-512 widens them straight into
+// its panels), missing rows as zeros, a NaN value in a key only later tokens
+// see kept in exactly those tokens' rows; within the FP32 budget of the FP64
+// reference.
+TEST(CpuAttentionMxfp8, Bf16RowsInPlaceMatchTheWidenedTileBitForBit) {
+  ThreadPool pool(3);
+  uint32_t seed = 900;
+  for (const Case& c : kCases) {
+    for (bool poison : {false, true}) {
+      MxProblem p = Make(c, ++seed, /*with_missing_rows=*/true);
+      p.vec_bytes = sizeof(uint16_t) * c.d;
+      const int vectors = c.hkv * (c.shared_kv ? 1 : 2);
+      p.row_bytes = p.vec_bytes * vectors;
+      std::mt19937 rng(seed);
+      swa_test::UniformReal<float> u(-2.0f, 2.0f);
+      std::vector<std::unique_ptr<uint8_t[]>> storage;
+      std::vector<std::vector<float>> widened(p.n_keys);  // the row's values as FP32
+      for (int r = 0; r < p.n_keys; ++r) {
+        storage.emplace_back(new uint8_t[p.row_bytes + 64]);
+        uint8_t* row = storage.back().get() + 2 * (rng() % 32);  // any even offset
+        widened[r].resize(static_cast<size_t>(vectors) * c.d);
+        for (size_t e = 0; e < widened[r].size(); ++e) {
+          const float x = u(rng);
+          uint32_t b;
+          std::memcpy(&b, &x, 4);
+          const uint16_t h = static_cast<uint16_t>(b >> 16);  // truncated: a BF16 value
+          std::memcpy(row + 2 * e, &h, 2);
+          b = static_cast<uint32_t>(h) << 16;
+          std::memcpy(&widened[r][e], &b, 4);
+        }
+        if (p.rows[r] != nullptr) p.rows[r] = row;
+      }
+      const int poisoned = c.tokens - 1;  // only the last token sees its own key
+      const int key = p.end[poisoned] - 1;
+      if (poison && p.rows[key] != nullptr) {
+        const uint16_t nan = 0x7FC1;
+        for (int g = 0; g < c.hkv; ++g) {
+          const size_t e = static_cast<size_t>(c.shared_kv ? g : c.hkv + g) * c.d + 3;
+          std::memcpy(const_cast<uint8_t*>(p.rows[key]) + 2 * e, &nan, 2);
+          const uint32_t b = static_cast<uint32_t>(nan) << 16;  // the widened payload
+          std::memcpy(&widened[key][e], &b, 4);
+        }
+      }
+      const size_t floats = static_cast<size_t>(p.n_keys) * c.hkv * c.d;
+      p.k.assign(floats, 0.0f);
+      p.v.assign(c.shared_kv ? 0 : floats, 0.0f);
+      for (int r = 0; r < p.n_keys; ++r) {
+        if (p.rows[r] == nullptr) continue;
+        const size_t per_row = static_cast<size_t>(c.hkv) * c.d;
+        std::copy(widened[r].begin(), widened[r].begin() + per_row, p.k.begin() + r * per_row);
+        if (!c.shared_kv)
+          std::copy(widened[r].begin() + per_row, widened[r].end(), p.v.begin() + r * per_row);
+      }
+      for (AttentionIsa isa : IsasHere()) {
+        for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          const std::string what = Describe(c) + " isa " + std::to_string(static_cast<int>(isa)) +
+                                   (poison ? " NaN" : "") + (tp ? " pool" : "");
+          const Result tile = Attention(p, false, isa, tp);
+          Result rows;
+          {
+            rows.out.assign(tile.out.size(), kNaN);
+            rows.lse.assign(tile.lse.size(), kNaN);
+            AttentionShape shape{c.hq, c.hkv, c.d, p.scale, c.sinks ? p.sinks.data() : nullptr};
+            SeqProblem sp{c.tokens, p.q.data(), p.n_keys, nullptr, nullptr, p.begin.data(),
+                          p.end.data(), rows.out.data()};
+            sp.lse = rows.lse.data();
+            sp.mx.rows = p.rows.data();
+            sp.mx.k_offset = 0;
+            sp.mx.v_offset = c.shared_kv ? 0 : c.hkv * p.vec_bytes;
+            sp.mx.vec_bytes = p.vec_bytes;
+            sp.mx.bf16 = true;
+            AttendWithIsa(isa, shape, &sp, 1, tp);
+          }
+          ExpectSameBits(rows.out, tile.out, what + " out");
+          ExpectSameBits(rows.lse, tile.lse, what + " lse");
+          const size_t row_floats = static_cast<size_t>(c.hq) * c.d;
+          const bool nan_seen = poison && p.rows[key] != nullptr;
+          if (!nan_seen) {
+            EXPECT_LE(RelativeErrorToReference(p, rows.out), 1e-5) << what;
+            continue;
+          }
+          for (size_t i = 0; i < poisoned * row_floats; ++i)
+            ASSERT_TRUE(std::isfinite(rows.out[i])) << what << ": an earlier token's output at " << i;
+          for (size_t i = poisoned * row_floats; i < rows.out.size(); i += c.d) {
+            bool any_bad = false;
+            for (int e = 0; e < c.d; ++e) any_bad |= !std::isfinite(rows.out[i + e]);
+            EXPECT_TRUE(any_bad) << what << ": a row that sees the NaN is finite";
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace swa::cpu

@@ -36,8 +36,8 @@ void ToSlabs(const float* src, ptrdiff_t ld, int n, int d, float* dst, ptrdiff_t
                   sizeof(float) * kTileCols);
 }
 
-// Rows [r0, r0 + n) of an MXFP8 problem's KV head g (the vectors at `offset`
-// in each row) decoded into n rows of d floats.
+// Rows [r0, r0 + n) of an MXFP8 (or BF16: pr.mx.bf16) problem's KV head g
+// (the vectors at `offset` in each row) decoded into n rows of d floats.
 void DecodeMxfpRows(const SeqProblem& pr, size_t offset, int g, int r0, int n, int d, float* dst) {
   const codec::RowKernels& codec = codec::ActiveKernels();
   for (int r = 0; r < n; ++r) {
@@ -45,12 +45,95 @@ void DecodeMxfpRows(const SeqProblem& pr, size_t offset, int g, int r0, int n, i
     float* out = dst + static_cast<ptrdiff_t>(r) * d;
     if (row == nullptr) {
       std::memset(out, 0, sizeof(float) * d);
+    } else if (pr.mx.bf16) {
+      codec.bf16_to_f32(reinterpret_cast<const uint16_t*>(
+                            row + offset + static_cast<size_t>(g) * pr.mx.vec_bytes),
+                        static_cast<uint32_t>(d), out);
     } else {
       codec.mxfp8_decode_f32(row + offset + static_cast<size_t>(g) * pr.mx.vec_bytes,
                              static_cast<uint32_t>(d), out);
     }
   }
 }
+
+// Lines NextHeadPrefetch asks for per register tile's GEMM call (~60 calls
+// of a gpt-oss-like block ask for its ~900 lines).
+constexpr int kPrefetchLinesPerTile = 16;
+
+// What the block of KV head g + 1 reads first (its K and V vectors in rows
+// [r0, r1), its query rows) and writes (its output rows), asked for a few
+// lines at a time (Step) while head g's GEMMs run, when that block is the
+// next task (this block holds all of the problem's rows). The ring rows are
+// cold and a KV head's vectors are a few lines among many in each: no
+// hardware prefetcher follows them, and the next block would wait on every
+// panel; a GQA decode block (48 x 133 x 64 for gpt-oss-like) is short enough
+// that those waits were a tenth of its time.
+class NextHeadPrefetch {
+ public:
+  NextHeadPrefetch(const AttentionShape& shape, const SeqProblem& pr, int g, int r0, int r1,
+                   bool whole_problem)
+      : pr_(pr) {
+    if (!whole_problem || g + 1 >= shape.kv_heads || r0 >= r1) return;
+    const int d = shape.head_dim;
+    const int ratio = shape.q_heads / shape.kv_heads;
+    if (pr.mx.rows != nullptr) {
+      const size_t bytes = pr.mx.bf16 ? sizeof(uint16_t) * d : pr.mx.vec_bytes;
+      const size_t head = static_cast<size_t>(g + 1) * pr.mx.vec_bytes;
+      k_ = pr.mx.k_offset + head;
+      v_ = pr.mx.v_offset + head;
+      vecs_ = pr.mx.k_offset == pr.mx.v_offset ? 1 : 2;
+      lines_ = static_cast<int>((bytes + 63) / 64);
+    } else {
+      ldkv_ = static_cast<ptrdiff_t>(shape.kv_heads) * d;
+      k_ = v_ = static_cast<size_t>(g + 1) * d;
+      vecs_ = pr.k == pr.v ? 1 : 2;
+      lines_ = static_cast<int>(sizeof(float) * d / 64);
+    }
+    row_ = r0;
+    end_ = r1;
+    q_ = pr.q + static_cast<ptrdiff_t>(g + 1) * ratio * d;
+    o_ = pr.out + static_cast<ptrdiff_t>(g + 1) * ratio * d;
+    token_stride_ = static_cast<ptrdiff_t>(shape.q_heads) * d;
+    token_lines_ = static_cast<int>(sizeof(float) * ratio * d / 64);
+    tokens_ = pr.n_tokens;
+  }
+  // Asks for about n more lines.
+  void Step(int n) {
+    for (; n > 0 && row_ < end_; n -= vecs_ * lines_, ++row_) {
+      const uint8_t *k, *v;
+      if (pr_.mx.rows != nullptr) {
+        const uint8_t* row = pr_.mx.rows[row_];
+        if (row == nullptr) continue;
+        k = row + k_;
+        v = row + v_;
+      } else {
+        k = reinterpret_cast<const uint8_t*>(pr_.k + row_ * ldkv_ + k_);
+        v = reinterpret_cast<const uint8_t*>(pr_.v + row_ * ldkv_ + v_);
+      }
+      for (int l = 0; l < lines_; ++l) {
+        __builtin_prefetch(k + 64 * l, 0, 2);
+        if (vecs_ == 2) __builtin_prefetch(v + 64 * l, 0, 2);
+      }
+    }
+    for (; n > 0 && token_ < tokens_; n -= 2 * token_lines_, ++token_) {
+      const float* q = q_ + token_ * token_stride_;
+      const float* o = o_ + token_ * token_stride_;
+      for (int l = 0; l < token_lines_; ++l) {
+        __builtin_prefetch(q + 16 * l, 0, 2);
+        __builtin_prefetch(o + 16 * l, 1, 2);
+      }
+    }
+  }
+
+ private:
+  const SeqProblem& pr_;
+  size_t k_ = 0, v_ = 0;
+  ptrdiff_t ldkv_ = 0, token_stride_ = 0;
+  int vecs_ = 1, lines_ = 0, row_ = 0, end_ = 0;
+  const float* q_ = nullptr;
+  float* o_ = nullptr;
+  int token_lines_ = 0, token_ = 0, tokens_ = 0;
+};
 
 // K^T panels and V slabs of keys [c0, c0 + n) of KV head g. V goes in
 // 16-column slabs (slab stride chunk * 16): P.V then streams 64-byte rows
@@ -70,6 +153,14 @@ void PackChunk(const AttentionKernels& kn, const SeqProblem& pr, int g, int c0, 
   const bool shared = pr.mx.k_offset == pr.mx.v_offset;
   for (int p0 = 0; p0 < n; p0 += kTileCols) {
     const int m = std::min(kTileCols, n - p0);
+    if (pr.mx.bf16 && kn.pack_kt_bf16 != nullptr) {
+      // BF16 rows widened straight into the panel and the slabs.
+      const uint8_t* const* rows = pr.mx.rows + c0 + p0;
+      const size_t head = static_cast<size_t>(g) * pr.mx.vec_bytes;
+      kn.pack_kt_bf16(rows, pr.mx.k_offset + head, m, d, kt + static_cast<ptrdiff_t>(p0) * d);
+      kn.slabs_bf16(rows, pr.mx.v_offset + head, m, d, vs + p0 * kTileCols, slab);
+      continue;
+    }
     DecodeMxfpRows(pr, pr.mx.k_offset, g, c0 + p0, m, d, buf);
     kn.pack_kt(buf, d, m, d, kt + static_cast<ptrdiff_t>(p0) * d);
     if (!shared) DecodeMxfpRows(pr, pr.mx.v_offset, g, c0 + p0, m, d, buf);
@@ -113,6 +204,8 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
   const bool in_place = out.in_place;
   float* const o = out.o;
 
+  NextHeadPrefetch next_head(shape, pr, g, hull.begin, hull.end,
+                             row0 == 0 && row1 == pr.n_tokens * ratio);
   if (n_chunks > 0) {
     const int chunk = RoundUp(CeilDiv(span, n_chunks), kTileCols);
     float* kt = ws.kt.Get(static_cast<size_t>(chunk) * d);
@@ -133,6 +226,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
         auto panel = [&](int tile, int p) {
           const Range th = Intersect(ws.tile_hull[tile], c0 + p, c0 + p + kTileCols);
           if (th.begin >= th.end) return;
+          next_head.Step(kPrefetchLinesPerTile);
           const int r0 = ws.tile_row0[tile];
           // A panel the tile's hull meets in one half only (its first or
           // last): that half alone. Scores outside the hull are never read.
@@ -168,6 +262,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
             }
             const int r0 = ws.tile_row0[tile];
             const float* b0 = kt + static_cast<ptrdiff_t>(p) * d + d0 * kTileCols;
+            next_head.Step(kPrefetchLinesPerTile);
             kn.gemm2(ws.tile_rows[tile], depth, q + static_cast<ptrdiff_t>(r0) * d + d0, d, b0,
                      b0 + kTileCols * d, kTileCols, s + static_cast<ptrdiff_t>(r0) * lds + p, lds,
                      d0 > 0);
@@ -192,6 +287,7 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
       // the others) and, with a gemm_pv kernel, its last divides them by l
       // (RunPv).
       auto pv = [&](int tile, int j, int cols, const float* scale) {
+        next_head.Step(kPrefetchLinesPerTile);
         const int r0 = ws.tile_row0[tile];
         const float* vj = vs + (j / kTileCols) * slab;
         // Columns [j, j + cols) of rows at c, keys from `key` on.
@@ -224,7 +320,10 @@ void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const Seq
                                       seg_scale);
                                });
       };
-      RunPv(kn, in_place, tiles, d, o, ws, pv);
+      // With the Mx32 tiles (gemm2) two slabs at a time: one broadcast of P
+      // feeds two FMAs, and 2 x chunk x 64 bytes of V still fit L1.
+      const bool wide = kn.gemm2 != nullptr && kn.gemm_pv != nullptr;
+      RunPv(kn, in_place, tiles, d, o, ws, pv, wide ? 2 * kTileCols : kTileCols);
     }
   }
 
@@ -440,7 +539,7 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
           RunBlockAmx(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
         else
           RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
-      } else if (bf16 && c->amx && MxfpValuesFinite(pr, g, c->shape->head_dim)) {
+      } else if (bf16 && c->amx && !pr.mx.bf16 && MxfpValuesFinite(pr, g, c->shape->head_dim)) {
         RunBlockAmx(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       } else {
         assert((pr.mx.rows != nullptr || (pr.k != nullptr && pr.v != nullptr)) && pr.q != nullptr);

@@ -32,11 +32,14 @@ struct AttentionShape {
 // g * vec_bytes (codec layout: D codes, then D / 32 scale bytes). The FP32
 // kernels decode them 16 rows at a time straight into their K^T panels and V
 // slabs (no FP32 tile). Values are exactly those of codec::DecodeRows.
+// With `bf16` the vectors are D BF16 values (a BF16 ring) instead: only the
+// FP32 kernels read those (RunBlock), widening them into the same panels.
 struct MxfpRows {
   const uint8_t* const* rows = nullptr;  // [n_keys]
   size_t k_offset = 0;
   size_t v_offset = 0;  // equal to k_offset for shared K/V
   size_t vec_bytes = 0;
+  bool bf16 = false;
 };
 
 // One sequence's problem. Keys are a tile of consecutive positions; token t

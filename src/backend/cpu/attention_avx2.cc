@@ -178,7 +178,8 @@ void PackKt(const float* k, ptrdiff_t ldk, int n_keys, int d, float* dst) {
 }
 
 constexpr AttentionKernels kAvx2 = {"avx2_fma", Gemm, RowMax, ExpSum, ScaleRow, PackKt,
-                                       nullptr, nullptr, nullptr};
+                                       nullptr, nullptr, nullptr, nullptr,
+                                       nullptr};
 
 }  // namespace
 

@@ -257,21 +257,86 @@ void ScaleRow(float* dst, const float* src, int n, float s) {
   }
 }
 
+// 16x16 transpose of zmm rows: unpack pairs of rows, then shuffle 4-row
+// groups within 128-bit lanes, then move the lanes (2 x 16 shuffle_f32x4).
+inline void Transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // u[4g + j], lane b: element 4b + j of rows 4g .. 4g + 3.
+  for (int g = 0; g < 16; g += 4) {
+    u[g + 0] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+    u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+    u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+    u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[4 + j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[12 + j] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
+// 16 BF16 values widened to FP32 (exact: the BF16 bits are the high half).
+inline __m512 WidenBf16(const uint8_t* p) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
+}
+
+void PackKtBf16(const uint8_t* const* rows, size_t offset, int n_keys, int d, float* dst) {
+  for (int p0 = 0; p0 < n_keys; p0 += kTileCols) {
+    float* panel = dst + static_cast<ptrdiff_t>(p0) * d;
+    const uint8_t* src[kTileCols];
+    for (int c = 0; c < kTileCols; ++c)
+      src[c] = p0 + c < n_keys && rows[p0 + c] != nullptr ? rows[p0 + c] + offset : nullptr;
+    for (int e = 0; e < d; e += 16) {
+      __m512 r[16];
+      for (int c = 0; c < kTileCols; ++c)
+        r[c] = src[c] != nullptr ? WidenBf16(src[c] + sizeof(uint16_t) * e) : _mm512_setzero_ps();
+      Transpose16(r);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(panel + (e + i) * kTileCols, r[i]);
+    }
+  }
+}
+
+void SlabsBf16(const uint8_t* const* rows, size_t offset, int n_keys, int d, float* dst,
+               ptrdiff_t slab) {
+  for (int r = 0; r < n_keys; ++r) {
+    float* out = dst + static_cast<ptrdiff_t>(r) * kTileCols;
+    if (rows[r] == nullptr) {
+      for (int j = 0; j < d; j += kTileCols) _mm512_storeu_ps(out + (j / kTileCols) * slab, _mm512_setzero_ps());
+      continue;
+    }
+    const uint8_t* src = rows[r] + offset;
+    for (int j = 0; j < d; j += kTileCols)
+      _mm512_storeu_ps(out + (j / kTileCols) * slab, WidenBf16(src + sizeof(uint16_t) * j));
+  }
+}
+
 }  // namespace
 
 const AttentionKernels* Avx512AttentionKernels() {
   const AttentionKernels* avx2 = Avx2AttentionKernels();
   if (avx2 == nullptr) return nullptr;
-  static const AttentionKernels kAvx512 = {"avx512", Gemm,          RowMax,   ExpSum, ScaleRow,
-                                           avx2->pack_kt, GemmHalf, GemmPv, nullptr};
+  static const AttentionKernels kAvx512 = {"avx512",      Gemm,       RowMax,   ExpSum,
+                                           ScaleRow,      avx2->pack_kt, GemmHalf, GemmPv,
+                                           nullptr,       PackKtBf16, SlabsBf16};
   return &kAvx512;
 }
 
 const AttentionKernels* Avx512WideAttentionKernels() {
   const AttentionKernels* avx2 = Avx2AttentionKernels();
   if (avx2 == nullptr) return nullptr;
-  static const AttentionKernels kWide = {"avx512_wide", Gemm,     RowMax,  ExpSum, ScaleRow,
-                                         avx2->pack_kt, GemmHalf, GemmPv2, Gemm2};
+  static const AttentionKernels kWide = {"avx512_wide", Gemm,       RowMax,   ExpSum,
+                                         ScaleRow,      avx2->pack_kt, GemmHalf, GemmPv2,
+                                         Gemm2,         PackKtBf16, SlabsBf16};
   return &kWide;
 }
 

@@ -360,14 +360,14 @@ inline bool ForTileSegments(int tile, int c0, int c1, bool accumulate, const flo
 // written once, front to back, by one pv over all its columns (a cold row
 // written 64 bytes at a time across the tiles stalls on every line; the V
 // slabs come from L2), and divided by its final l in that write or right
-// after (NormaliseRows), while in L1. Otherwise slab by slab: a 16-column V
-// slab stays in L1 across the tiles.
+// after (NormaliseRows), while in L1. Otherwise `cols` columns (a multiple
+// of 16 dividing d) at a time: their V slabs stay in L1 across the tiles.
 template <typename Pv>
 inline void RunPv(const AttentionKernels& kn, bool in_place, int tiles, int d, float* o,
-                  const Workspace& ws, Pv&& pv) {
+                  const Workspace& ws, Pv&& pv, int cols = kTileCols) {
   if (!in_place) {
-    for (int j = 0; j < d; j += kTileCols)
-      for (int tile = 0; tile < tiles; ++tile) pv(tile, j, kTileCols, nullptr);
+    for (int j = 0; j < d; j += cols)
+      for (int tile = 0; tile < tiles; ++tile) pv(tile, j, cols, nullptr);
     return;
   }
   for (int tile = 0; tile < tiles; ++tile) {

@@ -148,7 +148,8 @@ void PackKt(const float* k, ptrdiff_t ldk, int n_keys, int d, float* dst) {
 }
 
 constexpr AttentionKernels kPortable = {"portable", Gemm, RowMax, ExpSum, ScaleRow, PackKt,
-                                           nullptr, nullptr, nullptr};
+                                           nullptr, nullptr, nullptr, nullptr,
+                                           nullptr};
 
 }  // namespace
 

@@ -64,6 +64,17 @@ struct AttentionKernels {
   // adjacent K^T panels that a register tile's keys both meet).
   void (*gemm2)(int m, int k, const float* a, ptrdiff_t lda, const float* b0, const float* b1,
                 ptrdiff_t ldb, float* c, ptrdiff_t ldc, bool accumulate);
+
+  // pack_kt from BF16 vectors read in place, widened to FP32 on the way (no
+  // FP32 copy of the rows), or nullptr: key r's d values at rows[r] + offset
+  // (bytes; rows[r] nullptr: a key of zeros), r < n_keys. Same dst as pack_kt.
+  void (*pack_kt_bf16)(const uint8_t* const* rows, size_t offset, int n_keys, int d, float* dst);
+
+  // The V slabs of keys [0, n_keys) from BF16 vectors as for pack_kt_bf16,
+  // widened, or nullptr (with pack_kt_bf16): key r's columns [j, j + 16) at
+  // dst + (j / 16) * slab + r * 16.
+  void (*slabs_bf16)(const uint8_t* const* rows, size_t offset, int n_keys, int d, float* dst,
+                     ptrdiff_t slab);
 };
 
 // Calls fn(std::integral_constant<int, M>{}) for M = clamp(m, 1, kTileRows):

@@ -134,9 +134,10 @@ class StepRunner {
     // BF16 tiles (exact: MXFP8 and BF16 values are BF16 values), half the
     // bytes of FP32 ones, and the kernels pack them without converting.
     tile16_ = q_bf16_ != nullptr && Bf16AttentionSelected();
-    // The FP32 kernels read MXFP8 rows in place and decode them straight into
-    // their packed layout: no FP32 tile (docs/cpu_attention.md, "Design").
-    mx_rows_ = !tile16_ && l_.format == Format::kMxfp8;
+    // The FP32 kernels read MXFP8 and BF16 rows in place and decode them
+    // straight into their packed layout: no FP32 tile (docs/cpu_attention.md,
+    // "Design").
+    mx_rows_ = !tile16_ && (l_.format == Format::kMxfp8 || l_.format == Format::kBf16);
     // The BF16 kernels read q_bf16 only: no FP32 copy of the queries then.
     if (tile16_) {
       q32_ = nullptr;
@@ -328,6 +329,7 @@ class StepRunner {
       p.mx.k_offset = 0;
       p.mx.v_offset = l_.shared_kv ? 0 : size_t(hkv_) * l_.vec_bytes;
       p.mx.vec_bytes = l_.vec_bytes;
+      p.mx.bf16 = l_.format == Format::kBf16;
     } else if (tile16_) {
       p.k16 = reinterpret_cast<const uint16_t*>(k);
       p.v16 = reinterpret_cast<const uint16_t*>(v);
