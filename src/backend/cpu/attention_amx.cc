@@ -110,7 +110,9 @@ class Tiles {
     for (int t : {0, 1, 4}) set(t, m0);
     for (int t : {2, 3, 5}) set(t, m1);
     for (int t : {6, 7}) set(t, kAmxRows);
-    _tile_loadconfig(&cfg);
+    // GCC's _tile_loadconfig declares an 8-byte memory operand: the whole
+    // configuration as the operand, so that no store to it is dropped.
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
     m0_ = m0;
     m1_ = m1;
   }
@@ -340,13 +342,22 @@ void ValuesOut(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint
 
 // ValuesOut of row tiles a0 (m0 rows) and, when m1 > 0, the next (m1 rows;
 // P rows ldp apart, output rows d apart); l: the denominators of the m0 + m1
-// rows. stream: non-temporal stores (d a multiple of 32, o float-aligned).
+// rows. stream: non-temporal stores (d a multiple of 32, o float-aligned);
+// rows_from_o0: the block's output rows from o0 on.
 void ValuesInPlace(const uint16_t* a0, int m0, int m1, ptrdiff_t ldp, const uint16_t* vp,
                    ptrdiff_t slab, int k0, int k1, int d, float* o0, bool stream,
-                   const float* l) {
+                   const float* l, int rows_from_o0) {
   const uint16_t* a1 = a0 + kAmxRows * ldp;
   float* o1 = o0 + static_cast<ptrdiff_t>(kAmxRows) * d;
   const int mu = static_cast<int>(reinterpret_cast<uintptr_t>(o0) % 64 / sizeof(float));
+  if (stream && mu > 0) {
+    // The lines shared by two rows take ordinary stores: owned ahead (this
+    // row pair's, then the next one's, written after this one's P.V).
+    for (int r = 0; r <= std::min(4 * kAmxRows, rows_from_o0); ++r) {
+      const char* line = reinterpret_cast<const char*>(o0 + static_cast<ptrdiff_t>(r) * d - mu);
+      __asm__ volatile("prefetchw %0" : : "m"(*line));
+    }
+  }
   if (m1 > 0 && stream)
     ValuesOut<true, true>(a0, a1, ldp, vp, slab, k0, k1, d, o0, o1, d, m0, m1, l, mu);
   else if (m1 > 0)
@@ -517,6 +528,10 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
 
   const BlockOutput out = SetUpOutput(pr, hull, row0, rows, d, q_in_place, blocking, ws);
   float* const o = out.o;
+  // The first row pair's Q (cold), on its way while the chunk is packed; each
+  // row pair's Scores prefetch the next one's.
+  for (int i = 0; i < std::min(rows, 2 * kAmxRows) * d * 2; i += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(q) + i, _MM_HINT_T0);
   // A large in-place output (the rows of a DeepSeek-V4-like block: 768 KiB)
   // is written once and not read by the block: non-temporal stores spare the
   // read for ownership of each cold line and the eviction of the K^T / V
@@ -589,7 +604,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         float* o0 = o + static_cast<ptrdiff_t>(r0) * d;
         amx.Use(m0, m1);
         if (out.in_place) {
-          ValuesInPlace(a0, m0, m1, ldp, vp, slab, k0, k1, d, o0, stream, &ws.l[r0]);
+          ValuesInPlace(a0, m0, m1, ldp, vp, slab, k0, k1, d, o0, stream, &ws.l[r0], rows - r0);
           continue;
         }
         if (m1 > 0)
