@@ -10,6 +10,7 @@
 #include <atomic>
 #include <initializer_list>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/cleanup/cleanup.h"
@@ -110,40 +111,51 @@ absl::Status BlobSecret::Tag(const uint8_t* header, std::string_view full_key,
               out);
 }
 
-absl::Status BlobSecret::TagChunked(const uint8_t* header, std::string_view full_key,
-                                    const uint8_t* payload, uint64_t payload_len,
-                                    uint8_t chunk_log2, size_t threads,
-                                    uint8_t out[kBlobTagBytes]) const {
-  if (chunk_log2 < kBlobTagChunkLog2Min || chunk_log2 > kBlobTagChunkLog2Max)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "blob HMAC: tag chunk exponent %u is outside %u ... %u", chunk_log2,
-        kBlobTagChunkLog2Min, kBlobTagChunkLog2Max));
+absl::Status ChunkDigest(const uint8_t* chunk, uint64_t len, uint8_t out[kBlobTagBytes]) {
   EVP_MD* md = Sha256();
   if (md == nullptr) return CryptoError("EVP_MD_fetch(\"SHA256\")");
-  const uint64_t chunk = uint64_t{1} << chunk_log2;
-  const uint64_t n = payload_len / chunk + (payload_len % chunk != 0 ? 1 : 0);
-  // n <= payload_len / 64 + 1 and the payload is in memory: n * 32 fits.
-  std::vector<uint8_t> digests(static_cast<size_t>(n) * kBlobTagBytes);
-  std::atomic<bool> failed{false};
-  std::mutex error_mu;
-  absl::Status error;
-  ParallelFor(static_cast<size_t>(n), threads, [&](size_t i) {
-    const uint64_t from = uint64_t{i} * chunk;
-    const uint64_t len = std::min(chunk, payload_len - from);
-    unsigned int got = 0;
-    if (EVP_Digest(payload + from, static_cast<size_t>(len), &digests[i * kBlobTagBytes], &got,
-                   md, nullptr) != 1 ||
-        got != kBlobTagBytes) {
-      absl::Status s = CryptoError("EVP_Digest(SHA256)");  // this thread's error queue
-      std::lock_guard<std::mutex> lock(error_mu);
-      if (!failed.exchange(true)) error = s;
-    }
-  });
-  if (failed.load()) return error;
+  unsigned int got = 0;
+  if (EVP_Digest(chunk, static_cast<size_t>(len), out, &got, md, nullptr) != 1 ||
+      got != kBlobTagBytes)
+    return CryptoError("EVP_Digest(SHA256)");
+  return absl::OkStatus();
+}
+
+std::optional<uint8_t> NamedTagChunkLog2(const uint8_t* header) {
+  const uint16_t version = static_cast<uint16_t>(header[4] | header[5] << 8);
+  const uint32_t flags = uint32_t{header[kBlobFlagsOffset]} |
+                         uint32_t{header[kBlobFlagsOffset + 1]} << 8 |
+                         uint32_t{header[kBlobFlagsOffset + 2]} << 16 |
+                         uint32_t{header[kBlobFlagsOffset + 3]} << 24;
+  if (version >= kBlobChunkedTagVersion && (flags & kBlobFlagChunkedTag) != 0)
+    return header[kBlobTagChunkOffset];
+  return std::nullopt;
+}
+
+absl::Status CheckTagChunkLog2(uint8_t chunk_log2) {
+  if (chunk_log2 >= kBlobTagChunkLog2Min && chunk_log2 <= kBlobTagChunkLog2Max)
+    return absl::OkStatus();
+  return absl::DataLossError(absl::StrFormat(
+      "blob header names a chunked HMAC tag with chunk exponent %u, outside %u ... %u: "
+      "altered or corrupt",
+      chunk_log2, kBlobTagChunkLog2Min, kBlobTagChunkLog2Max));
+}
+
+absl::Status MatchTag(const uint8_t want[kBlobTagBytes], const uint8_t tag[kBlobTagBytes]) {
+  if (CRYPTO_memcmp(want, tag, kBlobTagBytes) != 0)
+    return absl::DataLossError(
+        "blob HMAC-SHA-256 tag does not match: the blob was altered, tagged with another "
+        "secret, moved here from another key or namespace, or saved without a secret");
+  return absl::OkStatus();
+}
+
+absl::Status BlobSecret::TagFromDigests(const uint8_t* header, std::string_view full_key,
+                                        uint64_t payload_len, absl::Span<const uint8_t> digests,
+                                        uint8_t out[kBlobTagBytes]) const {
   uint8_t lens[24];
   PutU64(full_key.size(), lens);
   PutU64(payload_len, lens + 8);
-  PutU64(n, lens + 16);
+  PutU64(digests.size() / kBlobTagBytes, lens + 16);
   return Hmac(bytes_,
               {{header, kBlobHeaderBytes},
                {lens, 8},
@@ -153,6 +165,33 @@ absl::Status BlobSecret::TagChunked(const uint8_t* header, std::string_view full
               out);
 }
 
+absl::Status BlobSecret::TagChunked(const uint8_t* header, std::string_view full_key,
+                                    const uint8_t* payload, uint64_t payload_len,
+                                    uint8_t chunk_log2, size_t threads,
+                                    uint8_t out[kBlobTagBytes]) const {
+  if (chunk_log2 < kBlobTagChunkLog2Min || chunk_log2 > kBlobTagChunkLog2Max)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "blob HMAC: tag chunk exponent %u is outside %u ... %u", chunk_log2,
+        kBlobTagChunkLog2Min, kBlobTagChunkLog2Max));
+  const uint64_t chunk = uint64_t{1} << chunk_log2;
+  const uint64_t n = payload_len / chunk + (payload_len % chunk != 0 ? 1 : 0);
+  // n <= payload_len / 64 + 1 and the payload is in memory: n * 32 fits.
+  std::vector<uint8_t> digests(static_cast<size_t>(n) * kBlobTagBytes);
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  absl::Status error;
+  ParallelFor(static_cast<size_t>(n), threads, [&](size_t i) {
+    const uint64_t from = uint64_t{i} * chunk;
+    absl::Status s = ChunkDigest(payload + from, std::min(chunk, payload_len - from),
+                                 &digests[i * kBlobTagBytes]);
+    if (s.ok()) return;
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (!failed.exchange(true)) error = s;
+  });
+  if (failed.load()) return error;
+  return TagFromDigests(header, full_key, payload_len, digests, out);
+}
+
 absl::Status BlobSecret::Verify(const uint8_t* header, std::string_view full_key,
                                 const uint8_t* payload, uint64_t payload_len,
                                 const uint8_t tag[kBlobTagBytes], size_t threads) const {
@@ -160,28 +199,13 @@ absl::Status BlobSecret::Verify(const uint8_t* header, std::string_view full_key
   absl::Cleanup wipe = [&want] { OPENSSL_cleanse(want, sizeof want); };
   // The construction the (not yet authenticated) header names: a header
   // changed to name the other one is another HMAC input, so its tag fails.
-  const uint16_t version = static_cast<uint16_t>(header[4] | header[5] << 8);
-  const uint32_t flags = uint32_t{header[kBlobFlagsOffset]} |
-                         uint32_t{header[kBlobFlagsOffset + 1]} << 8 |
-                         uint32_t{header[kBlobFlagsOffset + 2]} << 16 |
-                         uint32_t{header[kBlobFlagsOffset + 3]} << 24;
-  if (version >= kBlobChunkedTagVersion && (flags & kBlobFlagChunkedTag) != 0) {
-    const uint8_t chunk_log2 = header[kBlobTagChunkOffset];
-    if (chunk_log2 < kBlobTagChunkLog2Min || chunk_log2 > kBlobTagChunkLog2Max)
-      return absl::DataLossError(absl::StrFormat(
-          "blob header names a chunked HMAC tag with chunk exponent %u, outside %u ... %u: "
-          "altered or corrupt",
-          chunk_log2, kBlobTagChunkLog2Min, kBlobTagChunkLog2Max));
-    SWA_RETURN_IF_ERROR(
-        TagChunked(header, full_key, payload, payload_len, chunk_log2, threads, want));
+  if (const std::optional<uint8_t> c = NamedTagChunkLog2(header); c.has_value()) {
+    SWA_RETURN_IF_ERROR(CheckTagChunkLog2(*c));
+    SWA_RETURN_IF_ERROR(TagChunked(header, full_key, payload, payload_len, *c, threads, want));
   } else {
     SWA_RETURN_IF_ERROR(Tag(header, full_key, payload, payload_len, want));
   }
-  if (CRYPTO_memcmp(want, tag, kBlobTagBytes) != 0)
-    return absl::DataLossError(
-        "blob HMAC-SHA-256 tag does not match: the blob was altered, tagged with another "
-        "secret, moved here from another key or namespace, or saved without a secret");
-  return absl::OkStatus();
+  return MatchTag(want, tag);
 }
 
 absl::Status CheckStoreNamespace(std::string_view name_space, const char* what) {

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,11 @@ class BlobSecret {
   absl::Status TagChunked(const uint8_t* header, std::string_view full_key,
                           const uint8_t* payload, uint64_t payload_len, uint8_t chunk_log2,
                           size_t threads, uint8_t out[kBlobTagBytes]) const;
+  // The chunked tag's HMAC over the header, the key and the chunk digests
+  // (n * kBlobTagBytes bytes, n = digests.size() / kBlobTagBytes).
+  absl::Status TagFromDigests(const uint8_t* header, std::string_view full_key,
+                              uint64_t payload_len, absl::Span<const uint8_t> digests,
+                              uint8_t out[kBlobTagBytes]) const;
   // OK when `tag` is the blob's tag (CRYPTO_memcmp, constant time), computed
   // by the construction its header names (version 5 with kBlobFlagChunkedTag:
   // chunked, on up to `threads` threads; else single-pass); DATA_LOSS
@@ -76,6 +82,17 @@ class BlobSecret {
   explicit BlobSecret(absl::Span<const uint8_t> bytes) : bytes_(bytes.begin(), bytes.end()) {}
   std::vector<uint8_t> bytes_;
 };
+
+// SHA-256 of one chunk of a chunked tag. INTERNAL when libcrypto fails.
+absl::Status ChunkDigest(const uint8_t* chunk, uint64_t len, uint8_t out[kBlobTagBytes]);
+// The chunk exponent a (not yet authenticated) header names for a chunked
+// tag (version >= 5 and kBlobFlagChunkedTag: byte 48, in range or not), or
+// nullopt for the single-pass tag.
+std::optional<uint8_t> NamedTagChunkLog2(const uint8_t* header);
+// DATA_LOSS unless kBlobTagChunkLog2Min <= chunk_log2 <= kBlobTagChunkLog2Max.
+absl::Status CheckTagChunkLog2(uint8_t chunk_log2);
+// OK when `tag` equals `want` (CRYPTO_memcmp, constant time), else DATA_LOSS.
+absl::Status MatchTag(const uint8_t want[kBlobTagBytes], const uint8_t tag[kBlobTagBytes]);
 
 // INVALID_ARGUMENT naming `what` unless the namespace is empty (none) or
 // 1 ... kMaxStoreNamespaceBytes bytes long. Any byte values are allowed.

@@ -1,11 +1,13 @@
 #include "store/blob_store.h"
 
+#include <memory>
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "store/blob_tag_stream.h"
 
 namespace swa {
 namespace {
@@ -128,15 +130,24 @@ absl::StatusOr<BlobHeader> BlobStore::ReadBlob(std::string_view key, const BlobE
   const ByteSpan pieces[3] = {ByteSpan(header_buf, kBlobHeaderBytes),
                               ByteSpan(payload_buf, keyed.payload_bytes),
                               ByteSpan(tag_buf, tagged() ? kBlobTagBytes : 0)};
-  absl::StatusOr<uint64_t> blob_size = Get(key, absl::MakeConstSpan(pieces, tagged() ? 3 : 2));
+  // With a secret, the chunks of a chunked tag are hashed as they arrive.
+  std::unique_ptr<StreamingTagCheck> check;
+  if (tagged())
+    check = std::make_unique<StreamingTagCheck>(*security_.secret, full, header_buf, payload_buf,
+                                                keyed.payload_bytes, security_.tag_threads);
+  absl::StatusOr<uint64_t> blob_size;
+  if (tagged()) {
+    blob_size = store_->GetStreaming(full, pieces, [&check](uint64_t n) { check->Landed(n); });
+    if (!blob_size.ok()) blob_size = Named(blob_size.status(), "get", full);
+  } else {
+    blob_size = Get(key, absl::MakeConstSpan(pieces, 2));
+  }
   if (!blob_size.ok()) return blob_size.status();
   if (*blob_size != BlobBytes(keyed.payload_bytes))
     return ExplainSizeMismatch(key, *blob_size, keyed);
   if (tagged()) {
     // The tag first: nothing an adversary wrote is interpreted before it holds.
-    absl::Status auth = security_.secret->Verify(header_buf, full, payload_buf,
-                                                 keyed.payload_bytes, tag_buf,
-                                                 security_.tag_threads);
+    absl::Status auth = check->Verify(tag_buf);
     if (!auth.ok()) return named(auth);
     keyed.authenticated = true;  // the tag covers all the CRC covers
   }

@@ -1,7 +1,6 @@
 #include "store/hash_workers.h"
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -11,33 +10,60 @@
 #include <vector>
 
 namespace swa {
-namespace {
 
-// One ParallelFor call. Shared with the workers that took it, so that one
-// which takes it after the caller has returned finds it exhausted and never
-// touches the caller's `fn`.
-struct Job {
-  const std::function<void(size_t)>* fn = nullptr;
-  size_t n = 0;
-  std::atomic<size_t> next{0};
-  size_t helpers_left = 0;  // guarded by Workers::mu_
-  std::mutex mu;
-  std::condition_variable finished;
-  size_t done = 0;  // guarded by mu
+// One ParallelFor call or ChunkStream. Shared with the workers that took
+// it, so that one which takes it after its owner is done finds every index
+// claimed and never touches `fn`.
+class HashJob {
+ public:
+  HashJob(const std::function<void(size_t)>* fn, size_t n, size_t ready)
+      : fn_(fn), n_(n), ready_(ready) {}
 
-  // Takes indices until none is left; counts the ones run here.
-  void Run() {
-    size_t ran = 0;
-    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      (*fn)(i);
-      ++ran;
+  // Claims ready indices and runs them until every index is claimed; with
+  // `wait`, waits for indices to become ready instead of returning.
+  void Work(bool wait) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (wait) cv_.wait(lock, [this] { return next_ < ready_ || next_ >= n_; });
+      if (next_ >= n_ || next_ >= ready_) return;
+      const size_t i = next_++;
+      const bool skip = cancelled_;
+      lock.unlock();
+      if (!skip) (*fn_)(i);
+      lock.lock();
+      if (++done_ == n_) cv_.notify_all();
     }
-    if (ran == 0) return;
-    std::lock_guard<std::mutex> lock(mu);
-    done += ran;
-    if (done == n) finished.notify_all();
   }
+  void SetReady(size_t k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (k <= ready_) return;
+    ready_ = std::min(k, n_);
+    cv_.notify_all();
+  }
+  // Every index ready; with `cancel`, those not yet started are skipped.
+  void Close(bool cancel) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = cancelled_ || cancel;
+    ready_ = n_;
+    cv_.notify_all();
+  }
+  void WaitDone() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_ == n_; });
+  }
+
+  size_t helpers_left = 0;  // guarded by Workers::mu_
+
+ private:
+  const std::function<void(size_t)>* const fn_;
+  const size_t n_;
+  std::mutex mu_;
+  std::condition_variable cv_;  // readiness and completion
+  size_t next_ = 0, ready_, done_ = 0;
+  bool cancelled_ = false;
 };
+
+namespace {
 
 class Workers {
  public:
@@ -46,49 +72,45 @@ class Workers {
     return *workers;
   }
 
-  void Run(size_t n, size_t threads, const std::function<void(size_t)>& fn) {
-    auto job = std::make_shared<Job>();
-    job->fn = &fn;
-    job->n = n;
-    const size_t helpers = std::min(threads, n) - 1;
-    if (helpers > 0) {
+  // Lets `helpers` workers take `job` (started here if there are fewer).
+  void Submit(const std::shared_ptr<HashJob>& job, size_t helpers) {
+    {
       std::lock_guard<std::mutex> lock(mu_);
       while (threads_.size() < helpers) threads_.emplace_back([this] { Loop(); });
       job->helpers_left = helpers;
       queue_.push_back(job);
     }
-    if (helpers > 0) wake_.notify_all();
-    job->Run();
-    {
-      std::unique_lock<std::mutex> lock(job->mu);
-      job->finished.wait(lock, [&] { return job->done == job->n; });
-    }
-    if (helpers > 0) {
-      // Workers that have not come yet need not: take the job off the queue.
-      std::lock_guard<std::mutex> lock(mu_);
-      if (job->helpers_left > 0) queue_.erase(std::find(queue_.begin(), queue_.end(), job));
-    }
+    wake_.notify_all();
+  }
+  // Workers that have not come for `job` yet need not: takes it off the queue.
+  void Withdraw(const std::shared_ptr<HashJob>& job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (job->helpers_left > 0) queue_.erase(std::find(queue_.begin(), queue_.end(), job));
   }
 
  private:
   void Loop() {
     for (;;) {
-      std::shared_ptr<Job> job;
+      std::shared_ptr<HashJob> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
         wake_.wait(lock, [this] { return !queue_.empty(); });
         job = queue_.front();
         if (--job->helpers_left == 0) queue_.pop_front();
       }
-      job->Run();
+      job->Work(/*wait=*/true);
     }
   }
 
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::shared_ptr<Job>> queue_;  // jobs still wanting helpers
-  std::vector<std::thread> threads_;        // grows to the most helpers ever asked for
+  std::deque<std::shared_ptr<HashJob>> queue_;  // jobs still wanting helpers
+  std::vector<std::thread> threads_;            // grows to the most helpers ever asked for
 };
+
+size_t Threads(size_t threads) {
+  return std::min(threads == 0 ? DefaultHashThreads() : threads, kMaxHashThreads);
+}
 
 }  // namespace
 
@@ -106,13 +128,41 @@ size_t DefaultHashThreads() {
 
 void ParallelFor(size_t n, size_t threads, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
-  if (threads == 0) threads = DefaultHashThreads();
-  threads = std::min(threads, kMaxHashThreads);
+  threads = Threads(threads);
   if (threads <= 1 || n == 1) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  Workers::Get().Run(n, threads, fn);
+  auto job = std::make_shared<HashJob>(&fn, n, n);
+  const size_t helpers = std::min(threads, n) - 1;
+  Workers::Get().Submit(job, helpers);
+  job->Work(/*wait=*/false);
+  job->WaitDone();
+  Workers::Get().Withdraw(job);
+}
+
+ChunkStream::ChunkStream(size_t n, size_t threads, std::function<void(size_t)> fn)
+    : fn_(std::move(fn)), n_(n) {
+  if (n_ == 0) return;
+  job_ = std::make_shared<HashJob>(&fn_, n_, 0);
+  Workers::Get().Submit(job_, std::min(Threads(threads), n_));
+}
+
+ChunkStream::~ChunkStream() {
+  if (!closed_) Cancel();
+}
+
+void ChunkStream::Ready(size_t k) {
+  if (job_ != nullptr) job_->SetReady(k);
+}
+
+void ChunkStream::Close(bool cancel) {
+  closed_ = true;
+  if (job_ == nullptr) return;
+  job_->Close(cancel);
+  job_->Work(/*wait=*/false);  // runs (or, cancelled, skips) what no worker has taken
+  job_->WaitDone();
+  Workers::Get().Withdraw(job_);
 }
 
 }  // namespace swa

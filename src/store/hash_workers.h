@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 
 namespace swa {
 
@@ -28,5 +29,35 @@ size_t DefaultHashThreads();
 // threads at once share the workers and all make progress. `fn` must not
 // throw and must not call ParallelFor.
 void ParallelFor(size_t n, size_t threads, const std::function<void(size_t)>& fn);
+
+class HashJob;
+
+// fn(0) ... fn(n - 1), each at most once, run by up to `threads` workers (0:
+// DefaultHashThreads()) as the owner marks them ready: for chunks hashed
+// while the rest of a blob is still arriving. One owner thread calls Ready,
+// Finish and Cancel. `fn` must not throw.
+class ChunkStream {
+ public:
+  ChunkStream(size_t n, size_t threads, std::function<void(size_t)> fn);
+  ~ChunkStream();  // Cancel() unless closed
+  ChunkStream(const ChunkStream&) = delete;
+  ChunkStream& operator=(const ChunkStream&) = delete;
+
+  // Indices [0, k) may run (k never decreases; larger than n means n).
+  void Ready(size_t k);
+  // Every index runs: the owner runs those no worker has taken; returns when
+  // every fn has returned.
+  void Finish() { Close(/*cancel=*/false); }
+  // Indices not yet started never run; returns when the running ones have.
+  void Cancel() { Close(/*cancel=*/true); }
+
+ private:
+  void Close(bool cancel);
+
+  std::function<void(size_t)> fn_;
+  size_t n_;
+  std::shared_ptr<HashJob> job_;
+  bool closed_ = false;
+};
 
 }  // namespace swa

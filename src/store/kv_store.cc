@@ -20,6 +20,14 @@ absl::StatusOr<int64_t> KvStore::FirstPresent(absl::Span<const std::string> keys
   return int64_t{-1};
 }
 
+absl::StatusOr<uint64_t> KvStore::GetStreaming(std::string_view key,
+                                               absl::Span<const ByteSpan> pieces,
+                                               const std::function<void(uint64_t)>& landed) {
+  absl::StatusOr<uint64_t> size = Get(key, pieces);
+  if (size.ok() && *size == TotalBytes(pieces) && landed) landed(*size);
+  return size;
+}
+
 uint64_t TotalBytes(absl::Span<const ConstByteSpan> pieces) {
   uint64_t total = 0;
   for (ConstByteSpan p : pieces) total += p.size();

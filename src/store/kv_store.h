@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,15 @@ class KvStore {
   // otherwise their contents are unspecified.
   virtual absl::StatusOr<uint64_t> Get(std::string_view key,
                                        absl::Span<const ByteSpan> pieces) = 0;
+  // Get, telling how much has arrived: when the blob's size equals the
+  // pieces' total, `landed(n)` is called on the calling thread, n never
+  // decreasing and last equal to the size, whenever the first n bytes of the
+  // blob are in the pieces for good. The default calls Get, then landed once;
+  // stores that receive a blob in parts (the Redis store) call it as the
+  // parts arrive, so that the caller can work on them meanwhile.
+  virtual absl::StatusOr<uint64_t> GetStreaming(std::string_view key,
+                                                absl::Span<const ByteSpan> pieces,
+                                                const std::function<void(uint64_t)>& landed);
   virtual absl::StatusOr<bool> Exists(std::string_view key) = 0;
   // NOT_FOUND when there is no blob under `key`.
   virtual absl::Status Remove(std::string_view key) = 0;

@@ -339,6 +339,44 @@ absl::Status RedisConnection::Send(absl::Span<const std::vector<std::string_view
   return absl::OkStatus();
 }
 
+absl::StatusOr<size_t> RedisConnection::Receive(uint8_t* dst, size_t cap, std::string_view what,
+                                                absl::Duration timeout, absl::Time deadline) {
+  for (;;) {
+    if (ssl_ != nullptr) {
+      ERR_clear_error();
+      errno = 0;
+      SigpipeBlock block;  // a read can write (key updates)
+      const int n = SSL_read(ssl_, dst, static_cast<int>(std::min<size_t>(cap, INT_MAX)));
+      if (n <= 0) {
+        const int code = SSL_get_error(ssl_, n);
+        if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
+          if (!Wait(code == SSL_ERROR_WANT_WRITE, deadline))
+            return absl::DeadlineExceededError(
+                absl::StrFormat("%s: %s: read timed out after %s", name_, what, Millis(timeout)));
+          continue;
+        }
+        return RefusedBeforeAnyReply(TlsFailure(n, what));
+      }
+      return static_cast<size_t>(n);
+    }
+    const ssize_t n = recv(fd_, dst, cap, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!Wait(false, deadline))
+        return absl::DeadlineExceededError(
+            absl::StrFormat("%s: %s: read timed out after %s", name_, what, Millis(timeout)));
+      continue;
+    }
+    if (n == 0)
+      return RefusedBeforeAnyReply(
+          absl::UnavailableError(absl::StrFormat("%s: %s: the server closed the connection", name_, what)));
+    if (n < 0)
+      return RefusedBeforeAnyReply(
+          absl::UnavailableError(absl::StrFormat("%s: %s: %s", name_, what, std::strerror(errno))));
+    return static_cast<size_t>(n);
+  }
+}
+
 absl::StatusOr<RedisReply> RedisConnection::Read(std::string_view what, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   for (;;) {
@@ -350,44 +388,123 @@ absl::StatusOr<RedisReply> RedisConnection::Read(std::string_view what, absl::Du
       ++replies_read_;
       return RedisReply(static_cast<redisReply*>(raw));
     }
-    size_t got = 0;
-    if (ssl_ != nullptr) {
-      ERR_clear_error();
-      errno = 0;
-      SigpipeBlock block;  // a read can write (key updates)
-      const int n = SSL_read(ssl_, buf_.data(), static_cast<int>(buf_.size()));
-      if (n <= 0) {
-        const int code = SSL_get_error(ssl_, n);
-        if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
-          if (!Wait(code == SSL_ERROR_WANT_WRITE, deadline))
-            return absl::DeadlineExceededError(
-                absl::StrFormat("%s: %s: read timed out after %s", name_, what, Millis(timeout)));
-          continue;
-        }
-        return RefusedBeforeAnyReply(TlsFailure(n, what));
-      }
-      got = static_cast<size_t>(n);
-    } else {
-      const ssize_t n = recv(fd_, buf_.data(), buf_.size(), 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        if (!Wait(false, deadline))
-          return absl::DeadlineExceededError(
-              absl::StrFormat("%s: %s: read timed out after %s", name_, what, Millis(timeout)));
-        continue;
-      }
-      if (n == 0)
-        return RefusedBeforeAnyReply(
-            absl::UnavailableError(absl::StrFormat("%s: %s: the server closed the connection", name_, what)));
-      if (n < 0)
-        return RefusedBeforeAnyReply(
-            absl::UnavailableError(absl::StrFormat("%s: %s: %s", name_, what, std::strerror(errno))));
-      got = static_cast<size_t>(n);
-    }
-    if (redisReaderFeed(reader_, buf_.data(), got) != REDIS_OK)
+    absl::StatusOr<size_t> got =
+        Receive(reinterpret_cast<uint8_t*>(buf_.data()), buf_.size(), what, timeout, deadline);
+    if (!got.ok()) return got.status();
+    if (redisReaderFeed(reader_, buf_.data(), *got) != REDIS_OK)
       return absl::ResourceExhaustedError(
           absl::StrFormat("%s: %s: reply buffer: %s", name_, what, reader_->errstr));
   }
+}
+
+absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
+    std::string_view what, absl::Duration timeout, absl::Span<const ByteSpan> pieces,
+    const std::function<void(uint64_t)>& landed) {
+  BulkRead out;
+  // Bytes hiredis holds already (never, one command at a time): its path.
+  auto through_hiredis = [&](size_t have) -> absl::StatusOr<BulkRead> {
+    if (have > 0 && redisReaderFeed(reader_, buf_.data(), have) != REDIS_OK)
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("%s: %s: reply buffer: %s", name_, what, reader_->errstr));
+    absl::StatusOr<RedisReply> r = Read(what, timeout);
+    if (!r.ok()) return r.status();
+    out.kind = BulkRead::kOther;
+    out.other = std::move(*r);
+    return std::move(out);
+  };
+  if (reader_->pos < reader_->len || reader_->ridx != -1) return through_hiredis(0);
+  const absl::Time deadline = absl::Now() + timeout;
+  uint8_t* const buf = reinterpret_cast<uint8_t*>(buf_.data());
+  // The first line: "$<length>\r\n" for a bulk string.
+  size_t have = 0, eol = 0;
+  for (;;) {
+    const uint8_t* cr = have < 2 ? nullptr
+                                 : static_cast<const uint8_t*>(std::memchr(buf, '\r', have - 1));
+    if (cr != nullptr && cr[1] == '\n') {
+      eol = static_cast<size_t>(cr - buf);
+      break;
+    }
+    if (have > 0 && buf[0] != '$') return through_hiredis(have);
+    if (have == buf_.size() || have > 32) return through_hiredis(have);  // no bulk header
+    absl::StatusOr<size_t> got = Receive(buf + have, buf_.size() - have, what, timeout, deadline);
+    if (!got.ok()) return got.status();
+    have += *got;
+  }
+  if (buf[0] != '$') return through_hiredis(have);
+  int64_t len = 0;
+  bool digits = eol > 1;
+  if (eol == 3 && buf[1] == '-' && buf[2] == '1') {
+    len = -1;
+  } else {
+    for (size_t i = 1; i < eol && digits; ++i) {
+      digits = buf[i] >= '0' && buf[i] <= '9' && len < (int64_t{1} << 55);
+      len = len * 10 + (buf[i] - '0');
+    }
+  }
+  if (!digits && len != -1) return through_hiredis(have);  // hiredis names the protocol error
+  size_t pos = eol + 2;  // first unconsumed byte of buf
+  if (len == -1) {
+    if (have > pos) return through_hiredis(0);  // bytes past the nil: out of step
+    ++replies_read_;
+    out.kind = BulkRead::kNil;
+    return out;
+  }
+  const uint64_t size = static_cast<uint64_t>(len);
+  const bool into = size == TotalBytes(pieces);
+  // Copies `n` body bytes from `src` into the pieces (or drops them).
+  size_t piece = 0;
+  uint64_t at = 0, body = 0;
+  auto put = [&](const uint8_t* src, uint64_t n) {
+    body += n;
+    if (!into) return;
+    while (n > 0) {
+      const uint64_t k = std::min<uint64_t>(n, pieces[piece].size() - at);
+      std::memcpy(pieces[piece].data() + at, src, k);
+      src += k;
+      n -= k;
+      at += k;
+      if (at == pieces[piece].size()) ++piece, at = 0;
+    }
+  };
+  while (piece < pieces.size() && pieces[piece].empty()) ++piece;
+  const uint64_t buffered = std::min<uint64_t>(have - pos, size);
+  put(buf + pos, buffered);
+  pos += buffered;
+  if (into && landed && body > 0) landed(body);
+  while (body < size) {
+    while (into && piece < pieces.size() && at == pieces[piece].size()) ++piece, at = 0;
+    while (into && piece < pieces.size() && pieces[piece].empty()) ++piece;
+    uint8_t* dst = into ? pieces[piece].data() + at : buf;
+    const uint64_t cap = into ? pieces[piece].size() - at : buf_.size();
+    absl::StatusOr<size_t> got =
+        Receive(dst, std::min<uint64_t>(cap, size - body), what, timeout, deadline);
+    if (!got.ok()) return got.status();
+    if (into) {
+      body += *got;
+      at += *got;
+      if (at == pieces[piece].size()) ++piece, at = 0;
+      if (landed) landed(body);
+    } else {
+      body += *got;
+    }
+  }
+  // The bulk's closing "\r\n": what is left of buf, then the socket.
+  uint8_t tail[2];
+  size_t tail_have = 0;
+  while (tail_have < 2 && pos < have) tail[tail_have++] = buf[pos++];
+  while (tail_have < 2) {
+    absl::StatusOr<size_t> got = Receive(tail + tail_have, 2 - tail_have, what, timeout, deadline);
+    if (!got.ok()) return got.status();
+    tail_have += *got;
+  }
+  if (tail[0] != '\r' || tail[1] != '\n' || pos < have)
+    return absl::UnavailableError(absl::StrFormat(
+        "%s: %s: protocol error: a bulk string of %u bytes not followed by CRLF alone", name_,
+        what, size));
+  ++replies_read_;
+  out.kind = BulkRead::kBulk;
+  out.size = size;
+  return out;
 }
 
 absl::StatusOr<RedisReply> RedisConnection::Command(const std::vector<std::string_view>& args,

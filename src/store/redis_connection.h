@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "store/kv_store.h"
 #include "store/redis_tls.h"
 
 struct redisReply;
@@ -52,6 +54,23 @@ class RedisConnection {
   // DEADLINE_EXCEEDED on a timeout; the connection is unusable after either.
   absl::StatusOr<RedisReply> Read(std::string_view what, absl::Duration timeout);
 
+  // The next reply, read without hiredis when it is a bulk string: one of
+  // exactly TotalBytes(pieces) bytes goes straight from the socket into the
+  // pieces, `landed(n)` (when set) called each time the first n bytes are in
+  // (KvStore::GetStreaming); one of another length is read and dropped (its
+  // length returned). A nil bulk is kNil; any other reply (an error reply
+  // included) is read through hiredis and returned as kOther. Errors and the
+  // unusable connection after them as Read; a bulk string not followed by
+  // CRLF is UNAVAILABLE (protocol error).
+  struct BulkRead {
+    enum Kind { kBulk, kNil, kOther } kind = kOther;
+    uint64_t size = 0;  // kBulk
+    RedisReply other;   // kOther
+  };
+  absl::StatusOr<BulkRead> ReadBulkInto(std::string_view what, absl::Duration timeout,
+                                        absl::Span<const ByteSpan> pieces,
+                                        const std::function<void(uint64_t)>& landed);
+
   // Send of one command, then Read.
   absl::StatusOr<RedisReply> Command(const std::vector<std::string_view>& args,
                                      absl::Duration timeout);
@@ -67,6 +86,10 @@ class RedisConnection {
 
  private:
   RedisConnection(int fd, std::string name);
+  // Receives 1 ... cap bytes into dst (TLS or plain), waiting until
+  // `deadline`; errors as Read's.
+  absl::StatusOr<size_t> Receive(uint8_t* dst, size_t cap, std::string_view what,
+                                 absl::Duration timeout, absl::Time deadline);
   // Waits until fd_ is readable (or writable) or `deadline`: false on timeout.
   bool Wait(bool write, absl::Time deadline) const;
   absl::Status Handshake(std::shared_ptr<const RedisTlsContext> tls, const std::string& host,

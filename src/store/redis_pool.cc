@@ -130,6 +130,18 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
   return replies;
 }
 
+absl::Status RedisConnectionPool::RunWith(
+    const std::vector<std::string_view>& args, absl::Duration timeout,
+    const std::function<absl::Status(RedisConnection&)>& read) {
+  absl::StatusOr<Connection> taken = Take(timeout);
+  if (!taken.ok()) return taken.status();
+  Connection c = std::move(*taken);
+  if (absl::Status s = c->Send({args}, timeout); !s.ok()) return s;
+  if (absl::Status s = read(*c); !s.ok()) return s;  // the connection is dropped
+  Return(std::move(c));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::string_view>& args,
                                                     absl::Duration timeout, bool asking) {
   absl::StatusOr<Connection> taken = Take(timeout);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +72,12 @@ class RedisConnectionPool {
   // AUTH UNAUTHENTICATED.
   absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, absl::Duration timeout,
                                  bool asking = false);
+
+  // Sends `args` on an idle (or new) connection and lets `read` read the
+  // reply; the connection goes back to the pool when `read` returns OK and is
+  // closed otherwise (as Run).
+  absl::Status RunWith(const std::vector<std::string_view>& args, absl::Duration timeout,
+                       const std::function<absl::Status(RedisConnection&)>& read);
 
   // Sends every command of `commands` on one connection before reading any
   // reply (a pipeline: one round trip) and returns the replies in order, error

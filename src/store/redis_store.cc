@@ -58,14 +58,33 @@ absl::Status RedisStore::Put(std::string_view key, absl::Span<const ConstByteSpa
 
 absl::StatusOr<uint64_t> RedisStore::Get(std::string_view key,
                                          absl::Span<const ByteSpan> pieces) {
-  absl::StatusOr<RedisReply> r = Command({"GET", key});
-  if (!r.ok()) return r.status();
-  const redisReply& reply = **r;
+  return GetStreaming(key, pieces, nullptr);
+}
+
+absl::StatusOr<uint64_t> RedisStore::GetStreaming(std::string_view key,
+                                                  absl::Span<const ByteSpan> pieces,
+                                                  const std::function<void(uint64_t)>& landed) {
+  RedisConnection::BulkRead got;
+  absl::Status s = pool_.RunWith({"GET", key}, timeout(), [&](RedisConnection& c) {
+    absl::StatusOr<RedisConnection::BulkRead> r = c.ReadBulkInto("GET", timeout(), pieces, landed);
+    if (!r.ok()) return r.status();
+    got = std::move(*r);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  if (got.kind == RedisConnection::BulkRead::kNil)
+    return absl::NotFoundError("redis store: no blob under this key");
+  if (got.kind == RedisConnection::BulkRead::kBulk) return got.size;
+  const redisReply& reply = *got.other;  // read by hiredis
+  if (reply.type == REDIS_REPLY_ERROR)
+    return ErrorReplyStatus(ReplyText(reply), absl::StrFormat("%s: GET", pool_.name()));
   if (reply.type == REDIS_REPLY_NIL) return absl::NotFoundError("redis store: no blob under this key");
   if (reply.type != REDIS_REPLY_STRING)
     return absl::UnknownError(absl::StrFormat("redis store GET: unexpected reply type %d", reply.type));
-  if (reply.len == TotalBytes(pieces))
+  if (reply.len == TotalBytes(pieces)) {
     ScatterFrom(reinterpret_cast<const uint8_t*>(reply.str), pieces);
+    if (landed) landed(reply.len);
+  }
   return uint64_t{reply.len};
 }
 

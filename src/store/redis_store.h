@@ -35,6 +35,10 @@ class RedisStore final : public KvStore {
 
   absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override;
   absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
+  // The blob goes from the socket straight into the pieces, `landed` called
+  // as it arrives (RedisConnection::ReadBulkInto).
+  absl::StatusOr<uint64_t> GetStreaming(std::string_view key, absl::Span<const ByteSpan> pieces,
+                                        const std::function<void(uint64_t)>& landed) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
   // One pipeline of EXISTS commands (one round trip; docs/store.md,

@@ -226,6 +226,53 @@ TEST(HashWorkers, RunsEveryIndexOnceFromSeveralCallersAtOnce) {
   EXPECT_LE(DefaultHashThreads(), kMaxHashThreads);
 }
 
+// ChunkStream: an index runs only once it is ready, each at most once; Finish
+// runs every index; Cancel runs none that was not ready, and no fn runs
+// after it returns. Many streams at once, with 1 ... 4 threads.
+TEST(HashWorkers, ChunkStreamRunsReadyIndicesOnly) {
+  std::atomic<int> bad{0};
+  std::vector<std::thread> owners;
+  for (int t = 0; t < 3; ++t)
+    owners.emplace_back([&, t] {
+      for (int round = 0; round < 40; ++round) {
+        const size_t n = 1 + (round * 5 + t) % 30;
+        std::atomic<size_t> ready{0};
+        std::vector<std::atomic<int>> runs(n);
+        std::atomic<bool> closed{false};
+        {
+          ChunkStream stream(n, 1 + (round + t) % 4, [&](size_t i) {
+            if (i >= ready.load() || closed.load()) bad.fetch_add(1);
+            runs[i].fetch_add(1);
+          });
+          const bool cancel = round % 3 == 2;
+          const size_t upto = cancel ? n / 2 : n;
+          for (size_t k = 1; k <= upto; k += 1 + k / 3) {
+            ready.store(k);
+            stream.Ready(k);
+          }
+          if (cancel) {
+            stream.Cancel();
+            closed.store(true);
+            for (size_t i = 0; i < n; ++i)
+              if (runs[i].load() > 1 || (i >= ready.load() && runs[i].load() != 0)) bad.fetch_add(1);
+          } else {
+            ready.store(n);
+            stream.Finish();
+            closed.store(true);
+            for (size_t i = 0; i < n; ++i)
+              if (runs[i].load() != 1) bad.fetch_add(1);
+          }
+        }
+      }
+    });
+  for (auto& o : owners) o.join();
+  EXPECT_EQ(bad.load(), 0);
+  // A stream dropped without Finish cancels: nothing runs.
+  std::atomic<int> ran{0};
+  { ChunkStream dropped(5, 2, [&](size_t) { ran.fetch_add(1); }); }
+  EXPECT_EQ(ran.load(), 0);
+}
+
 // A cache that saves chunked tags restores single-pass blobs (saved as
 // earlier releases did) and the reverse; restores from several threads at
 // once through one store all succeed and agree.

@@ -8,15 +8,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "store/blob.h"
+#include "store/blob_auth.h"
+#include "store/memory_store.h"
+#if defined(SWACACHE_HAVE_REDIS)
+#include "store/redis_store.h"
+#endif
 #include "capi/store_table.h"
 #include "store/blob_store.h"
 #include "swacache.h"
@@ -325,6 +333,119 @@ TEST_F(RedisStoreTest, PasswordIsUsedAndCheckedAtCreate) {
   EXPECT_EQ(exists, 0u);
   t.release(t.user_data);
 }
+
+#if defined(SWACACHE_HAVE_REDIS)
+std::unique_ptr<RedisStore> Direct(int port) {
+  RedisStoreOptions o;
+  o.host = "127.0.0.1";
+  o.port = static_cast<uint32_t>(port);
+  o.max_connections = 1;  // every call on the same connection: it must stay in step
+  absl::StatusOr<std::unique_ptr<RedisStore>> s = RedisStore::Connect(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// GetStreaming (the bulk reply read straight into the pieces): for a blob
+// of 1.4 MB (many receives) and of 7 bytes (one), over pieces with an empty
+// one in the middle, `landed(n)` never decreases, ends at the size, and each
+// time the first n bytes are already the blob's. A blob of another size is
+// read and dropped (size reported, no landed); a missing key is NOT_FOUND; a
+// key of another type is the server's error; the one connection stays in
+// step through all of it (each next call answers correctly).
+TEST_F(RedisStoreTest, StreamingGetLandsBytesInOrderAndStaysInStep) {
+  std::unique_ptr<RedisStore> store = Direct(server_->port());
+  ASSERT_NE(store, nullptr);
+  std::mt19937_64 rng(9);
+  for (size_t bytes : {size_t{1415040 + 96}, size_t{7}}) {
+    std::vector<uint8_t> blob(bytes);
+    swa::testing::FillRandom(blob.data(), blob.size(), rng);
+    const ConstByteSpan put[1] = {ConstByteSpan(blob.data(), blob.size())};
+    ASSERT_TRUE(store->Put("stream", put).ok());
+    std::vector<uint8_t> got(bytes, 0xEE);
+    const size_t cut = std::min<size_t>(64, bytes / 2);
+    const ByteSpan pieces[3] = {ByteSpan(got.data(), cut), ByteSpan(got.data() + cut, 0),
+                                ByteSpan(got.data() + cut, bytes - cut)};
+    std::vector<uint64_t> calls;
+    bool prefix_ok = true;
+    absl::StatusOr<uint64_t> size = store->GetStreaming("stream", pieces, [&](uint64_t n) {
+      calls.push_back(n);
+      prefix_ok = prefix_ok && std::memcmp(got.data(), blob.data(), n) == 0;
+    });
+    ASSERT_TRUE(size.ok()) << size.status();
+    EXPECT_EQ(*size, bytes);
+    EXPECT_EQ(got, blob);
+    ASSERT_FALSE(calls.empty());
+    EXPECT_EQ(calls.back(), bytes);
+    EXPECT_TRUE(std::is_sorted(calls.begin(), calls.end()));
+    EXPECT_TRUE(prefix_ok);
+    if (bytes > 100000) EXPECT_GT(calls.size(), 2u) << "a 1.4 MB reply arrives in parts";
+    // Another size: dropped, size reported, no landed.
+    std::vector<uint8_t> small(3);
+    const ByteSpan one[1] = {ByteSpan(small.data(), small.size())};
+    calls.clear();
+    size = store->GetStreaming("stream", one, [&](uint64_t n) { calls.push_back(n); });
+    ASSERT_TRUE(size.ok()) << size.status();
+    EXPECT_EQ(*size, bytes);
+    EXPECT_TRUE(calls.empty());
+    // Still in step: a plain Get of the right size.
+    std::vector<uint8_t> again(bytes);
+    const ByteSpan whole[1] = {ByteSpan(again.data(), again.size())};
+    ASSERT_EQ(*store->Get("stream", whole), bytes);
+    EXPECT_EQ(again, blob);
+  }
+  std::vector<uint8_t> buf(5);
+  const ByteSpan five[1] = {ByteSpan(buf.data(), buf.size())};
+  EXPECT_EQ(store->GetStreaming("no-such-key", five, nullptr).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_EQ(RawCommand(server_->port(), {"RPUSH", "a-list", "x"}), ":1");
+  const absl::StatusOr<uint64_t> wrong = store->GetStreaming("a-list", five, nullptr);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kUnknown) << wrong.status();
+  EXPECT_NE(std::string(wrong.status().message()).find("WRONGTYPE"), std::string::npos);
+  EXPECT_EQ(*store->Exists("stream"), true);  // still in step
+}
+
+// A cache with a store secret restores through Redis with the chunk digests
+// hashed as the reply arrives (64-byte chunks: many per receive), and refuses
+// altered blobs with the slot unchanged.
+TEST_F(RedisStoreTest, TaggedRestoreHashesWhileTheBlobArrives) {
+  for (uint8_t chunk_log2 : {uint8_t{6}, uint8_t{16}, uint8_t{0}}) {
+    CacheOptions options;
+    options.store_security.secret = *BlobSecret::Create(std::vector<uint8_t>(32, 0x3C), "secret");
+    options.store_security.tag_chunk_log2 = chunk_log2;
+    options.store_security.tag_threads = 2;
+    std::unique_ptr<Cache> cache = std::move(*Cache::Create(swa::testing::SmallSpec(), options));
+    std::unique_ptr<RedisStore> direct = Direct(server_->port());
+    ASSERT_NE(direct, nullptr);
+    RedisStore* raw = direct.get();
+    cache->SetStore(std::make_shared<BlobStore>(std::move(direct), cache->layout().fingerprint(),
+                                                cache->store_security()));
+    std::mt19937_64 rng(chunk_log2);
+    swa::testing::FillRandom(cache->pool(), cache->layout().pool_bytes(), rng);
+    const uint32_t a = *cache->slots().Alloc(), b = *cache->slots().Alloc();
+    ASSERT_TRUE(cache->slots().Set(a, {true, 40, 9, 41}).ok());
+    ASSERT_TRUE(swa::testing::Save(*cache, a, "tagged").ok());
+    ASSERT_TRUE(swa::testing::Restore(*cache, b, "tagged").ok());
+    EXPECT_EQ(std::memcmp(cache->slot_base(a), cache->slot_base(b), cache->layout().stored_bytes()),
+              0);
+    // Flip bits across the blob (header, every chunk, tag): each refused.
+    const std::string full = (*cache->store())->FullKey("tagged");
+    std::vector<uint8_t> blob(kBlobHeaderBytes + cache->layout().stored_bytes() + kBlobTagBytes);
+    const ByteSpan whole[1] = {ByteSpan(blob.data(), blob.size())};
+    ASSERT_EQ(*raw->Get(full, whole), blob.size());
+    const uint32_t c = *cache->slots().Alloc();
+    for (size_t byte = 0; byte < blob.size(); byte += 61) {
+      std::vector<uint8_t> bad = blob;
+      bad[byte] ^= static_cast<uint8_t>(1u << (byte % 8));
+      const ConstByteSpan put[1] = {ConstByteSpan(bad.data(), bad.size())};
+      ASSERT_TRUE(raw->Put(full, put).ok());
+      const std::vector<uint8_t> before = swa::testing::PoolBytes(*cache);
+      const absl::Status st = swa::testing::Restore(*cache, c, "tagged");
+      ASSERT_EQ(st.code(), absl::StatusCode::kDataLoss) << "byte " << byte << ": " << st;
+      ASSERT_TRUE(swa::testing::PoolBytes(*cache) == before) << "byte " << byte;
+    }
+  }
+}
+#endif  // SWACACHE_HAVE_REDIS
 
 }  // namespace
 }  // namespace swa
