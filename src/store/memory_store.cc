@@ -1,5 +1,7 @@
 #include "store/memory_store.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -51,6 +53,12 @@ absl::Status MemoryStore::Put(std::string_view key, absl::Span<const ConstByteSp
 
 absl::StatusOr<uint64_t> MemoryStore::Get(std::string_view key,
                                           absl::Span<const ByteSpan> pieces) {
+  return GetStreaming(key, pieces, nullptr);
+}
+
+absl::StatusOr<uint64_t> MemoryStore::GetStreaming(std::string_view key,
+                                                   absl::Span<const ByteSpan> pieces,
+                                                   const std::function<void(uint64_t)>& landed) {
   std::shared_ptr<const Blob> blob;
   {
     absl::MutexLock lock(&mu_);
@@ -63,7 +71,26 @@ absl::StatusOr<uint64_t> MemoryStore::Get(std::string_view key,
     lru_.splice(lru_.begin(), lru_, found->second);
     blob = found->second->blob;
   }
-  if (blob->size == TotalBytes(pieces)) ScatterFrom(blob->bytes.get(), pieces);
+  if (blob->size != TotalBytes(pieces)) return uint64_t{blob->size};
+  if (!landed) {
+    ScatterFrom(blob->bytes.get(), pieces);
+    return uint64_t{blob->size};
+  }
+  // In slices, each reported: the caller works on the first ones (hashes a
+  // tag's chunks) while the later ones are copied.
+  constexpr uint64_t kSlice = uint64_t{1} << 18;
+  const uint8_t* src = blob->bytes.get();
+  uint64_t done = 0;
+  for (ByteSpan p : pieces) {
+    for (uint64_t at = 0; at < p.size();) {
+      const uint64_t n = std::min<uint64_t>(kSlice, p.size() - at);
+      std::memcpy(p.data() + at, src + done, n);
+      at += n;
+      done += n;
+      landed(done);
+    }
+  }
+  if (done == 0) landed(0);
   return uint64_t{blob->size};
 }
 

@@ -33,6 +33,9 @@ class MemoryStore final : public KvStore {
 
   absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override;
   absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
+  // Copies in 256 KiB slices, `landed` after each (KvStore::GetStreaming).
+  absl::StatusOr<uint64_t> GetStreaming(std::string_view key, absl::Span<const ByteSpan> pieces,
+                                        const std::function<void(uint64_t)>& landed) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
 

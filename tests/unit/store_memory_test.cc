@@ -1,6 +1,8 @@
 // The built-in memory store: contents, LRU order under a byte budget,
 // statistics, and concurrent use.
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -60,6 +62,43 @@ TEST(MemoryStore, PutGetExistsRemove) {
   ASSERT_TRUE(PutString(s, std::string("k\0x", 3), "zero").ok());
   EXPECT_FALSE(*s.Exists("k"));
   EXPECT_TRUE(*s.Exists(std::string("k\0x", 3)));
+}
+
+// GetStreaming copies in slices and reports each: landed(n) never decreases,
+// ends at the size, and the first n bytes are the blob's every time; over
+// pieces with an empty one; nothing reported for a blob of another size.
+TEST(MemoryStore, StreamingGetReportsSlicesInOrder) {
+  MemoryStore store(64 << 20);
+  std::mt19937_64 rng(3);
+  for (size_t bytes : {size_t{1415104}, size_t{100}, size_t{0}}) {
+    std::vector<uint8_t> blob(bytes);
+    for (auto& b : blob) b = static_cast<uint8_t>(rng());
+    const ConstByteSpan put[1] = {ConstByteSpan(blob.data(), blob.size())};
+    ASSERT_TRUE(store.Put("k", put).ok());
+    std::vector<uint8_t> got(bytes, 0xEE);
+    const size_t cut = std::min<size_t>(64, bytes);
+    const ByteSpan pieces[3] = {ByteSpan(got.data(), cut), ByteSpan(got.data() + cut, 0),
+                                ByteSpan(got.data() + cut, bytes - cut)};
+    std::vector<uint64_t> calls;
+    bool prefix_ok = true;
+    absl::StatusOr<uint64_t> size = store.GetStreaming("k", pieces, [&](uint64_t n) {
+      calls.push_back(n);
+      prefix_ok = prefix_ok && std::memcmp(got.data(), blob.data(), n) == 0;
+    });
+    ASSERT_TRUE(size.ok()) << size.status();
+    EXPECT_EQ(*size, bytes);
+    EXPECT_EQ(got, blob);
+    ASSERT_FALSE(calls.empty());
+    EXPECT_EQ(calls.back(), bytes);
+    EXPECT_TRUE(std::is_sorted(calls.begin(), calls.end()));
+    EXPECT_TRUE(prefix_ok);
+    if (bytes > 1000000) EXPECT_GE(calls.size(), 6u);  // 256 KiB slices
+    std::vector<uint8_t> other(bytes + 1);
+    const ByteSpan wrong[1] = {ByteSpan(other.data(), other.size())};
+    calls.clear();
+    EXPECT_EQ(*store.GetStreaming("k", wrong, [&](uint64_t n) { calls.push_back(n); }), bytes);
+    EXPECT_TRUE(calls.empty());
+  }
 }
 
 TEST(MemoryStore, LruEvictionWithinBudgetMatchesModel) {
