@@ -35,7 +35,10 @@ class HashJob;
 // fn(0) ... fn(n - 1), each at most once, run by up to `threads` workers (0:
 // DefaultHashThreads()) as the owner marks them ready: for chunks hashed
 // while the rest of a blob is still arriving. One owner thread calls Ready,
-// Finish and Cancel. `fn` must not throw.
+// Finish and Cancel. `fn` must not throw. A worker that took the stream
+// waits in it for its next chunk (at most as long as the owner's receive);
+// a stream that finds every worker busy elsewhere is hashed by its owner at
+// Finish, so no stream ever waits for a worker.
 class ChunkStream {
  public:
   ChunkStream(size_t n, size_t threads, std::function<void(size_t)> fn);
