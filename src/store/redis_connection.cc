@@ -459,7 +459,7 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
     if (!into) return;
     while (n > 0) {
       const uint64_t k = std::min<uint64_t>(n, pieces[piece].size() - at);
-      std::memcpy(pieces[piece].data() + at, src, k);
+      if (k > 0) std::memcpy(pieces[piece].data() + at, src, k);
       src += k;
       n -= k;
       at += k;
