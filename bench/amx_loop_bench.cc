@@ -246,6 +246,97 @@ AMX_TARGET void ScoresRow4(const uint16_t* q, const uint16_t* kt, float* s, int 
   }
 }
 
+// --- Q.K^T, 2x2 over the whole depth with the row pair's Q first packed
+// into tile order (each 16 x 32 A tile 1 KiB contiguous: tile loads 64
+// bytes apart, no L1 set conflicts of rows 1 KiB apart). kPack: include the
+// packing (AVX-512 copies) in the time. ---
+template <bool kPack>
+AMX_TARGET void ScoresPackedA(const uint16_t* q, const uint16_t* kt, float* s, int lds,
+                              uint16_t* qp) {
+  const size_t ss = 4 * lds;
+  const ptrdiff_t panel = 16 * D;
+  for (int r0 = 0; r0 < kRows; r0 += 32) {
+    const uint16_t* a = q + r0 * D;
+    if (kPack) {
+      // qp[e / 32][row 0..31][32 values]
+      for (int r = 0; r < 32; ++r)
+        for (int e = 0; e < D; e += 32)
+          _mm512_store_si512(qp + (e / 32) * 1024 + r * 32, _mm512_loadu_si512(a + r * D + e));
+    }
+    float* s0 = s + r0 * lds;
+    float* s1 = s0 + 16 * lds;
+    int p = 0;
+    for (; p + 2 <= kPanels; p += 2) {
+      const uint16_t* b0 = kt + p * panel;
+      const uint16_t* b1 = b0 + panel;
+      _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+      for (int e = 0; e < D; e += 32) {
+        const uint16_t* at = qp + (e / 32) * 1024;
+        _tile_loadd(4, at, 64);
+        _tile_loadd(6, b0 + 16 * e, 64);
+        _tile_loadd(7, b1 + 16 * e, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, at + 512, 64);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, s0 + 16 * p, ss); _tile_stored(1, s0 + 16 * (p + 1), ss);
+      _tile_stored(2, s1 + 16 * p, ss); _tile_stored(3, s1 + 16 * (p + 1), ss);
+    }
+    for (; p < kPanels; ++p) {
+      const uint16_t* b0 = kt + p * panel;
+      _tile_zero(0); _tile_zero(2);
+      for (int e = 0; e < D; e += 32) {
+        const uint16_t* at = qp + (e / 32) * 1024;
+        _tile_loadd(4, at, 64);
+        _tile_loadd(6, b0 + 16 * e, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(5, at + 512, 64);
+        _tile_dpbf16ps(2, 5, 6);
+      }
+      _tile_stored(0, s0 + 16 * p, ss); _tile_stored(2, s1 + 16 * p, ss);
+    }
+  }
+}
+
+// --- Q.K^T, 4 row tiles x 1 panel in depth slices of kKc: the 64 rows' Q
+// slice (32 KiB at 256) stays in L1, each K^T tile from L2 feeds 4 products
+// (the 2x2 step's B tiles feed 2). Partial sums through the score rows. ---
+template <int kKc>
+AMX_TARGET void ScoresRow4Sliced(const uint16_t* q, const uint16_t* kt, float* s, int lds) {
+  const size_t sa = 2 * D, ss = 4 * lds;
+  const ptrdiff_t panel = 16 * D;
+  for (int r0 = 0; r0 < kRows; r0 += 64) {
+    const uint16_t* a = q + r0 * D;
+    float* s0 = s + r0 * lds;
+    for (int e0 = 0; e0 < D; e0 += kKc) {
+      for (int p = 0; p < kPanels; ++p) {
+        const uint16_t* b = kt + p * panel;
+        if (e0 == 0) {
+          _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+        } else {
+          _tile_loadd(0, s0 + 16 * p, ss); _tile_loadd(1, s0 + 16 * lds + 16 * p, ss);
+          _tile_loadd(2, s0 + 32 * lds + 16 * p, ss); _tile_loadd(3, s0 + 48 * lds + 16 * p, ss);
+        }
+        for (int e = e0; e < e0 + kKc; e += 32) {
+          _tile_loadd(7, b + 16 * e, 64);
+          _tile_loadd(4, a + e, sa);
+          _tile_dpbf16ps(0, 4, 7);
+          _tile_loadd(5, a + 16 * D + e, sa);
+          _tile_dpbf16ps(1, 5, 7);
+          _tile_loadd(6, a + 32 * D + e, sa);
+          _tile_dpbf16ps(2, 6, 7);
+          _tile_loadd(4, a + 48 * D + e, sa);
+          _tile_dpbf16ps(3, 4, 7);
+        }
+        _tile_stored(0, s0 + 16 * p, ss); _tile_stored(1, s0 + 16 * lds + 16 * p, ss);
+        _tile_stored(2, s0 + 32 * lds + 16 * p, ss); _tile_stored(3, s0 + 48 * lds + 16 * p, ss);
+      }
+    }
+  }
+}
+
 // --- P.V as landed: row pair, column pair, key steps; C stored to O rows
 // D floats apart. ---
 template <bool kContigO>
@@ -427,6 +518,7 @@ int main(int argc, char** argv) {
   uint16_t* vp = Alloc<uint16_t>(kLdp * D);
   float* o = Alloc<float>(kRows * D);
   uint16_t* l1 = Alloc<uint16_t>(2048);
+  uint16_t* qp = Alloc<uint16_t>(32 * D);
   float* inv = Alloc<float>(kRows);
   for (int i = 0; i < kRows; ++i) inv[i] = 1.0f / (1.0f + i);
 
@@ -448,6 +540,12 @@ int main(int argc, char** argv) {
       {"Q.K^T 256-deep slices, Q cold", [&] { ScoresSliced<256>(next_q(), kt, s, kKeys); }, qk_dps},
       {"Q.K^T 256 slices, Q cold, prefetch 8/step", [&] { ScoresSliced<256, 8>(next_q(), kt, s, kKeys); }, qk_dps},
       {"Q.K^T 256 slices, Q cold, prefetch 16/step", [&] { ScoresSliced<256, 16>(next_q(), kt, s, kKeys); }, qk_dps},
+      {"Q.K^T 2x2, A packed (not timed)", [&] { ScoresPackedA<false>(q, kt, s, kKeys, qp); }, qk_dps},
+      {"Q.K^T 2x2, A packed (timed)", [&] { ScoresPackedA<true>(q, kt, s, kKeys, qp); }, qk_dps},
+      {"Q.K^T 2x2, A packed (timed), Q cold", [&] { ScoresPackedA<true>(next_q(), kt, s, kKeys, qp); }, qk_dps},
+      {"Q.K^T 4x1, 256-deep slices", [&] { ScoresRow4Sliced<256>(q, kt, s, kKeys); }, qk_dps},
+      {"Q.K^T 4x1, 128-deep slices", [&] { ScoresRow4Sliced<128>(q, kt, s, kKeys); }, qk_dps},
+      {"Q.K^T 4x1, 128-deep slices, Q cold", [&] { ScoresRow4Sliced<128>(next_q(), kt, s, kKeys); }, qk_dps},
       {"Q.K^T 4 row tiles x 1 panel", [&] { ScoresRow4(q, kt, s, kKeys); }, qk_dps},
       {"Q.K^T landed, Q cold (L3)", [&] { ScoresLanded(next_q(), kt, s, kKeys); }, qk_dps},
       {"Q.K^T panel-major, Q cold (L3)", [&] { ScoresPanelMajor(next_q(), kt, s, kKeys); }, qk_dps},
