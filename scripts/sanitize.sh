@@ -7,15 +7,16 @@
 #
 #   scripts/sanitize.sh [asan|tsan|all|clang]     (default: all = asan tsan)
 #
-#   asan   build-asan/   clang, -O1, ASan + UBSan (any report fatal, leaks
-#                        fatal) + libFuzzer coverage: the whole test suite and
-#                        the fuzz harnesses of tests/fuzz/, each run for
-#                        SWACACHE_FUZZ_RUNS inputs (default 20000) from its
-#                        committed corpus. This is CI's clang build: the whole
-#                        suite compiled by the second compiler.
-#   tsan   build-tsan/   clang, -O1, ThreadSanitizer: builds and runs only the
-#                        concurrency tests (SWA_TSAN_TESTS below);
-#                        suppressions in tests/tsan/tsan.supp.
+#   asan   build-asan/   clang, -O1, line tables only, ASan + UBSan (any
+#                        report fatal, leaks fatal) + libFuzzer coverage: the
+#                        whole test suite and the fuzz harnesses of
+#                        tests/fuzz/, each run for SWACACHE_FUZZ_RUNS inputs
+#                        (default 20000) from its committed corpus. This is
+#                        CI's clang build: the whole suite compiled by the
+#                        second compiler.
+#   tsan   build-tsan/   clang, -O1, line tables only, ThreadSanitizer: builds
+#                        and runs only the concurrency tests (SWA_TSAN_TESTS
+#                        below); suppressions in tests/tsan/tsan.supp.
 #   clang  build-clang/  clang, RelWithDebInfo, no sanitizer: the suite once
 #                        more at -O2 (not in CI: the asan tree covers clang).
 #
@@ -71,8 +72,8 @@ run_asan() {
 
 run_tsan() {
   t0=$(date +%s)
-  configure build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
-    -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DSWACACHE_TSAN=ON
+  configure build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-gline-tables-only -O1" \
+    -DCMAKE_CXX_FLAGS_DEBUG="-gline-tables-only -O1" -DSWACACHE_TSAN=ON
   cmake --build build-tsan -j "$jobs" --target "${SWA_TSAN_TESTS[@]}"
   stamp "tsan build"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan/tsan.supp"
