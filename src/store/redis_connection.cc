@@ -19,6 +19,7 @@
 #include <climits>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -26,6 +27,11 @@ namespace swa {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
+// ReadBulkInto: the longest "$<length>\r\n" line it waits for (lengths are
+// below 2^55: 17 digits), and the most bytes of a reply other than a bulk
+// string (an error reply) it buffers.
+constexpr size_t kMaxBulkHeaderBytes = 32;
+constexpr size_t kMaxOtherReplyBytes = 1 << 20;
 
 // OpenSSL writes with write(2): a peer that closed would raise SIGPIPE. Block
 // it on this thread for the call and swallow one that the call raised.
@@ -378,6 +384,11 @@ absl::StatusOr<size_t> RedisConnection::Receive(uint8_t* dst, size_t cap, std::s
 }
 
 absl::StatusOr<RedisReply> RedisConnection::Read(std::string_view what, absl::Duration timeout) {
+  return ReadAtMost(what, timeout, SIZE_MAX);
+}
+
+absl::StatusOr<RedisReply> RedisConnection::ReadAtMost(std::string_view what,
+                                                       absl::Duration timeout, size_t limit) {
   const absl::Time deadline = absl::Now() + timeout;
   for (;;) {
     void* raw = nullptr;
@@ -394,6 +405,9 @@ absl::StatusOr<RedisReply> RedisConnection::Read(std::string_view what, absl::Du
     if (redisReaderFeed(reader_, buf_.data(), *got) != REDIS_OK)
       return absl::ResourceExhaustedError(
           absl::StrFormat("%s: %s: reply buffer: %s", name_, what, reader_->errstr));
+    if (reader_->len - reader_->pos > limit)
+      return absl::UnavailableError(absl::StrFormat(
+          "%s: %s: protocol error: a reply of this type past %u bytes", name_, what, limit));
   }
 }
 
@@ -406,7 +420,8 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
     if (have > 0 && redisReaderFeed(reader_, buf_.data(), have) != REDIS_OK)
       return absl::ResourceExhaustedError(
           absl::StrFormat("%s: %s: reply buffer: %s", name_, what, reader_->errstr));
-    absl::StatusOr<RedisReply> r = Read(what, timeout);
+    // A GET answers nothing else than an error reply: never buffer much of one.
+    absl::StatusOr<RedisReply> r = ReadAtMost(what, timeout, kMaxOtherReplyBytes);
     if (!r.ok()) return r.status();
     out.kind = BulkRead::kOther;
     out.other = std::move(*r);
@@ -415,6 +430,10 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
   if (reader_->pos < reader_->len || reader_->ridx != -1) return through_hiredis(0);
   const absl::Time deadline = absl::Now() + timeout;
   uint8_t* const buf = reinterpret_cast<uint8_t*>(buf_.data());
+  auto protocol_error = [&](std::string_view why) {
+    return absl::UnavailableError(
+        absl::StrFormat("%s: %s: protocol error: %s", name_, what, why));
+  };
   // The first line: "$<length>\r\n" for a bulk string.
   size_t have = 0, eol = 0;
   for (;;) {
@@ -425,26 +444,33 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
       break;
     }
     if (have > 0 && buf[0] != '$') return through_hiredis(have);
-    if (have == buf_.size() || have > 32) return through_hiredis(have);  // no bulk header
+    if (cr != nullptr) return protocol_error("a bulk length line with a CR but no LF");
+    if (have > kMaxBulkHeaderBytes) return protocol_error("a bulk length line without CRLF");
     absl::StatusOr<size_t> got = Receive(buf + have, buf_.size() - have, what, timeout, deadline);
     if (!got.ok()) return got.status();
     have += *got;
   }
   if (buf[0] != '$') return through_hiredis(have);
+  // "-1" (nil) or decimal digits, below 2^55: anything else (another sign,
+  // no digits, a length no store holds) is out of step with the protocol.
   int64_t len = 0;
-  bool digits = eol > 1;
   if (eol == 3 && buf[1] == '-' && buf[2] == '1') {
     len = -1;
   } else {
-    for (size_t i = 1; i < eol && digits; ++i) {
-      digits = buf[i] >= '0' && buf[i] <= '9' && len < (int64_t{1} << 55);
-      len = len * 10 + (buf[i] - '0');
+    if (eol < 2) return protocol_error("a bulk string without a length");
+    for (size_t i = 1; i < eol; ++i) {
+      const bool digit = buf[i] >= '0' && buf[i] <= '9';
+      if (digit) len = len * 10 + (buf[i] - '0');  // len < 2^55 before: no overflow
+      if (!digit || len >= (int64_t{1} << 55))
+        return protocol_error(absl::StrCat(
+            "bulk string length \"",
+            absl::CHexEscape(absl::string_view(reinterpret_cast<const char*>(buf) + 1, eol - 1)),
+            "\""));
     }
   }
-  if (!digits && len != -1) return through_hiredis(have);  // hiredis names the protocol error
   size_t pos = eol + 2;  // first unconsumed byte of buf
   if (len == -1) {
-    if (have > pos) return through_hiredis(0);  // bytes past the nil: out of step
+    if (have > pos) return protocol_error("bytes past a nil reply");  // out of step
     ++replies_read_;
     out.kind = BulkRead::kNil;
     return out;
@@ -470,7 +496,8 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
   const uint64_t buffered = std::min<uint64_t>(have - pos, size);
   put(buf + pos, buffered);
   pos += buffered;
-  if (into && landed && body > 0) landed(body);
+  // The whole size is reported only once the bulk's CRLF has been checked.
+  if (into && landed && body > 0 && body < size) landed(body);
   while (body < size) {
     while (into && piece < pieces.size() && at == pieces[piece].size()) ++piece, at = 0;
     while (into && piece < pieces.size() && pieces[piece].empty()) ++piece;
@@ -483,7 +510,7 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
       body += *got;
       at += *got;
       if (at == pieces[piece].size()) ++piece, at = 0;
-      if (landed) landed(body);
+      if (landed && body < size) landed(body);
     } else {
       body += *got;
     }
@@ -502,6 +529,7 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
         "%s: %s: protocol error: a bulk string of %u bytes not followed by CRLF alone", name_,
         what, size));
   ++replies_read_;
+  if (into && landed && size > 0) landed(size);
   out.kind = BulkRead::kBulk;
   out.size = size;
   return out;

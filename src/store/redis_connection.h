@@ -57,11 +57,14 @@ class RedisConnection {
   // The next reply, read without hiredis when it is a bulk string: one of
   // exactly TotalBytes(pieces) bytes goes straight from the socket into the
   // pieces, `landed(n)` (when set) called each time the first n bytes are in
-  // (KvStore::GetStreaming); one of another length is read and dropped (its
+  // (n = the whole size only once the closing CRLF has been checked;
+  // KvStore::GetStreaming); one of another length is read and dropped (its
   // length returned). A nil bulk is kNil; any other reply (an error reply
   // included) is read through hiredis and returned as kOther. Errors and the
-  // unusable connection after them as Read; a bulk string not followed by
-  // CRLF is UNAVAILABLE (protocol error).
+  // unusable connection after them as Read. UNAVAILABLE (protocol error)
+  // for: a bulk string not followed by CRLF alone, bytes after a nil, a bulk
+  // length that is not "-1" or decimal digits below 2^55, and another reply
+  // past 1 MiB (a GET's error reply is short; nothing larger is buffered).
   struct BulkRead {
     enum Kind { kBulk, kNil, kOther } kind = kOther;
     uint64_t size = 0;  // kBulk
@@ -86,6 +89,10 @@ class RedisConnection {
 
  private:
   RedisConnection(int fd, std::string name);
+  // Read, failing (UNAVAILABLE, protocol error) once more than `limit`
+  // bytes are buffered without a whole reply.
+  absl::StatusOr<RedisReply> ReadAtMost(std::string_view what, absl::Duration timeout,
+                                        size_t limit);
   // Receives 1 ... cap bytes into dst (TLS or plain), waiting until
   // `deadline`; errors as Read's.
   absl::StatusOr<size_t> Receive(uint8_t* dst, size_t cap, std::string_view what,

@@ -312,6 +312,143 @@ TEST(RedisConnection, AFailedTlsHandshakeLeavesNoOpenSslErrorQueued) {
   }
 }
 
+// One GET read by ReadBulkInto into a 10-byte buffer in three pieces (4, an
+// empty one, 6), poisoned first, with what `landed` reported.
+struct BulkGet {
+  absl::Status status;
+  RedisConnection::BulkRead read;
+  std::string bytes;  // the pieces afterwards
+  uint64_t last_landed = 0;
+  bool landed_in_order = true;
+  absl::Duration took;
+};
+
+BulkGet GetInto(RedisConnectionPool& pool, absl::Duration timeout) {
+  BulkGet g;
+  std::vector<uint8_t> a(4, '#'), b(6, '#');
+  const ByteSpan pieces[3] = {ByteSpan(a.data(), a.size()), ByteSpan(), ByteSpan(b.data(), b.size())};
+  const absl::Time start = absl::Now();
+  g.status = pool.RunWith({"GET", "k"}, timeout, [&](RedisConnection& c) {
+    absl::StatusOr<RedisConnection::BulkRead> r =
+        c.ReadBulkInto("GET", timeout, pieces, [&](uint64_t n) {
+          g.landed_in_order = g.landed_in_order && n > g.last_landed && n <= 10;
+          g.last_landed = n;
+        });
+    if (!r.ok()) return r.status();
+    g.read = std::move(*r);
+    return absl::OkStatus();
+  });
+  g.took = absl::Now() - start;
+  g.bytes = std::string(a.begin(), a.end()) + std::string(b.begin(), b.end());
+  return g;
+}
+
+// A streaming GET against a broken or hostile server: every reply that is not
+// a well-formed bulk string, nil or other reply followed by nothing is a
+// prompt UNAVAILABLE (DEADLINE_EXCEEDED when the server goes quiet) and the
+// connection is not used again; a bulk of another size is read and dropped
+// with the buffer untouched and the connection kept; a failed read never
+// reports the whole size as landed; a length no store holds allocates
+// nothing; a non-bulk reply is buffered up to 1 MiB only. (Before the fix:
+// "$/" and "$0/" read as nil, bytes after a nil waited for the timeout, and
+// the whole size was reported as landed before the bulk's CRLF was checked.)
+TEST(RedisConnection, AStreamingGetOfAHostileReplyIsAPreciseStatusAndNeverAnOutOfStepConnection) {
+  enum Outcome { kProtocolError, kTimeout, kNil, kOther, kOtherSize, kWhole };
+  struct Case {
+    const char* name;
+    std::string reply;
+    bool close_after;  // the server closes once it has written `reply`
+    Outcome outcome;
+    uint64_t size = 0;  // kOtherSize
+  };
+  const std::vector<Case> cases = {
+      {"good", "$10\r\n0123456789\r\n", false, kWhole},
+      {"nil", "$-1\r\n", false, kNil},
+      {"error reply", "-ERR wrong\r\n", false, kOther},
+      {"integer", ":5\r\n", false, kOther},
+      {"array", "*1\r\n$1\r\nx\r\n", false, kOther},
+      {"longer bulk", "$12\r\nabcdefghijkl\r\n", false, kOtherSize, 12},
+      {"shorter bulk", "$3\r\nabc\r\n", false, kOtherSize, 3},
+      {"empty bulk", "$0\r\n\r\n", false, kOtherSize, 0},
+      {"slash length (reads as -1 digit by digit)", "$/\r\n", false, kProtocolError},
+      {"zero-slash length", "$0/\r\n", false, kProtocolError},
+      {"nil then bytes", "$-1\r\n+EXTRA\r\n", false, kProtocolError},
+      {"-2", "$-2\r\n", false, kProtocolError},
+      {"plus sign", "$+10\r\n0123456789\r\n", false, kProtocolError},
+      {"no length", "$\r\n", false, kProtocolError},
+      {"2^55", "$36028797018963968\r\n", false, kProtocolError},
+      {"overflowing length", "$99999999999999999999999\r\n", false, kProtocolError},
+      {"CR without LF", "$1\r0\r\n", false, kProtocolError},
+      {"length line without end", "$1" + std::string(40, '0'), false, kProtocolError},
+      {"bytes after the bulk", "$10\r\n0123456789\r\nEXTRA", false, kProtocolError},
+      {"no CRLF after the bulk", "$10\r\n0123456789XY", false, kProtocolError},
+      {"endless simple string", "+" + std::string(2 << 20, 'x'), false, kProtocolError},
+      {"closed mid-bulk", "$10\r\n01234", true, kProtocolError},
+      {"closed mid-header", "$1", true, kProtocolError},
+      {"closed before the CRLF", "$10\r\n0123456789", true, kProtocolError},
+      {"quiet mid-bulk", "$10\r\n01234", false, kTimeout},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeServer server([&](int fd, int index) {
+      std::string buf;
+      if (index == 0) {
+        if (ReadCommand(fd, &buf).empty()) return;
+        if (!WriteAll(fd, c.reply) || c.close_after) return;
+      }
+      // Later commands: a 10-byte value naming the connection.
+      Serve(fd, [index](const std::vector<std::string>&) {
+        return Bulk(index == 0 ? "FIRST-CONN" : "NEXT--CONN");
+      });
+    });
+    RedisConnectionPool pool = Pool(server);
+    const absl::Duration timeout = c.outcome == kTimeout ? absl::Milliseconds(300) : absl::Seconds(5);
+    BulkGet g = GetInto(pool, timeout);
+    EXPECT_LT(g.took, absl::Seconds(3)) << "not prompt";
+    EXPECT_TRUE(g.landed_in_order);
+    const bool in_step = c.outcome == kNil || c.outcome == kOther || c.outcome == kOtherSize ||
+                         c.outcome == kWhole;
+    if (in_step) {
+      ASSERT_TRUE(g.status.ok()) << g.status;
+    } else {
+      EXPECT_EQ(g.status.code(), c.outcome == kTimeout ? absl::StatusCode::kDeadlineExceeded
+                                                       : absl::StatusCode::kUnavailable)
+          << g.status;
+      EXPECT_NE(g.status.message().find("fake redis 127.0.0.1:"), std::string::npos) << g.status;
+      EXPECT_LT(g.last_landed, 10u) << "a failed read reported the whole blob as landed";
+    }
+    switch (c.outcome) {
+      case kWhole:
+        EXPECT_EQ(g.read.kind, RedisConnection::BulkRead::kBulk);
+        EXPECT_EQ(g.read.size, 10u);
+        EXPECT_EQ(g.bytes, "0123456789");
+        EXPECT_EQ(g.last_landed, 10u);
+        break;
+      case kNil:
+        EXPECT_EQ(g.read.kind, RedisConnection::BulkRead::kNil);
+        break;
+      case kOther:
+        EXPECT_EQ(g.read.kind, RedisConnection::BulkRead::kOther);
+        break;
+      case kOtherSize:
+        EXPECT_EQ(g.read.kind, RedisConnection::BulkRead::kBulk);
+        EXPECT_EQ(g.read.size, c.size);
+        break;
+      default:
+        break;
+    }
+    if (in_step && c.outcome != kWhole) {
+      EXPECT_EQ(g.bytes, "##########") << "the buffer was written";
+      EXPECT_EQ(g.last_landed, 0u);
+    }
+    // The next GET gets its own reply: on the same connection when the last
+    // one left it in step, else on a new one.
+    BulkGet next = GetInto(pool, absl::Seconds(5));
+    ASSERT_TRUE(next.status.ok()) << next.status;
+    EXPECT_EQ(next.bytes, in_step ? "FIRST-CONN" : "NEXT--CONN");
+  }
+}
+
 }  // namespace
 }  // namespace swa
 
