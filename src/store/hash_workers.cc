@@ -1,6 +1,9 @@
 #include "store/hash_workers.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -67,9 +70,20 @@ namespace {
 
 class Workers {
  public:
+  // Never destroyed: no join at exit, and no mutex or condition variable
+  // destroyed under threads that wait on them. A child that fork() makes
+  // has none of the threads, yet the parent's (its copy of mu_ possibly
+  // held by one, wake_ counting their waits, so that a notify there can
+  // block for good): it starts over with a set of its own, the parent's
+  // copy left alone (leaked).
   static Workers& Get() {
-    static Workers* const workers = new Workers();  // never destroyed: no join at exit
-    return *workers;
+    static std::once_flag once;
+    std::call_once(once, [] {
+      current_.store(new Workers(), std::memory_order_release);
+      pthread_atfork(nullptr, nullptr,
+                     [] { current_.store(new Workers(), std::memory_order_release); });
+    });
+    return *current_.load(std::memory_order_acquire);
   }
 
   // Lets `helpers` workers take `job` (started here if there are fewer).
@@ -83,9 +97,12 @@ class Workers {
     wake_.notify_all();
   }
   // Workers that have not come for `job` yet need not: takes it off the queue.
+  // (Not queued here, e.g. submitted before a fork to the parent's set: nothing.)
   void Withdraw(const std::shared_ptr<HashJob>& job) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (job->helpers_left > 0) queue_.erase(std::find(queue_.begin(), queue_.end(), job));
+    if (job->helpers_left == 0) return;
+    const auto it = std::find(queue_.begin(), queue_.end(), job);
+    if (it != queue_.end()) queue_.erase(it);
   }
 
  private:
@@ -102,6 +119,7 @@ class Workers {
     }
   }
 
+  static inline std::atomic<Workers*> current_{nullptr};
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<HashJob>> queue_;  // jobs still wanting helpers

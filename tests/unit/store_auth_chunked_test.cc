@@ -11,6 +11,9 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -229,6 +232,40 @@ TEST(HashWorkers, RunsEveryIndexOnceFromSeveralCallersAtOnce) {
 // ChunkStream: an index runs only once it is ready, each at most once; Finish
 // runs every index; Cancel runs none that was not ready, and no fn runs
 // after it returns. Many streams at once, with 1 ... 4 threads.
+// A child forked while the workers wait (Python multiprocessing's "fork",
+// a server forking per request) has none of them: its ParallelFor and
+// ChunkStream calls must still run every index and return, neither
+// deadlocking on a lock a parent thread held nor waiting on a condition
+// variable the parent's threads wait on (glibc counts those waiters). Run in
+// a child of its own so that a hang is a timeout, not a stuck test binary.
+TEST(HashWorkers, AForkedChildHashesWithoutTheParentsWorkers) {
+  for (int round = 0; round < 20; ++round) {
+    // Workers started and waiting, some possibly still leaving a job.
+    std::atomic<int> sum{0};
+    ParallelFor(64, 4, [&](size_t i) { sum.fetch_add(static_cast<int>(i)); });
+    ASSERT_EQ(sum.load(), 64 * 63 / 2);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(20);  // a hang kills the child: SIGALRM
+      std::atomic<int> child_sum{0};
+      for (int k = 0; k < 3; ++k) ParallelFor(64, 4, [&](size_t i) { child_sum.fetch_add(static_cast<int>(i)); });
+      std::atomic<int> streamed{0};
+      {
+        ChunkStream stream(16, 4, [&](size_t i) { streamed.fetch_add(static_cast<int>(i)); });
+        stream.Ready(8);
+        stream.Finish();
+      }
+      _exit(child_sum.load() == 3 * 64 * 63 / 2 && streamed.load() == 16 * 15 / 2 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "round " << round << ": the child hung or crashed (signal "
+                                   << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
+    ASSERT_EQ(WEXITSTATUS(status), 0) << "round " << round << ": wrong sums in the child";
+  }
+}
+
 TEST(HashWorkers, ChunkStreamRunsReadyIndicesOnly) {
   std::atomic<int> bad{0};
   std::vector<std::thread> owners;
