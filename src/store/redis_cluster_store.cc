@@ -110,11 +110,22 @@ absl::StatusOr<std::shared_ptr<RedisClusterStore::SlotMap>> RedisClusterStore::L
     std::vector<ClusterNodeAddress> members;  // master first
     for (size_t j = 2; j < range->elements; ++j) {
       const redisReply* n = range->element[j];
-      if (n->type != REDIS_REPLY_ARRAY || n->elements < 2 || n->element[1]->type != REDIS_REPLY_INTEGER)
+      if (n->type != REDIS_REPLY_ARRAY || n->elements < 2 ||
+          (n->element[0]->type != REDIS_REPLY_STRING && n->element[0]->type != REDIS_REPLY_STATUS) ||
+          n->element[1]->type != REDIS_REPLY_INTEGER)
         return absl::UnavailableError(absl::StrCat(where, ": CLUSTER SLOTS: malformed node"));
+      const long long port = n->element[1]->integer;
+      if (port < 1 || port > 65535) {
+        // A replica whose port is unknown (0) or out of range cannot be
+        // reached: left out. A master's is a map no call can use.
+        if (j > 2) continue;
+        return absl::UnavailableError(absl::StrFormat(
+            "%s: CLUSTER SLOTS: slots %d ... %d: master port %d outside 1 ... 65535", where, first,
+            last, port));
+      }
       std::string host(ReplyText(*n->element[0]));
       if (host.empty() || host == "?") host = node.address().host;  // "the node you asked"
-      members.push_back({host, static_cast<uint32_t>(n->element[1]->integer)});
+      members.push_back({host, static_cast<uint32_t>(port)});
     }
     auto [it, added] = shard_by_master.emplace(members[0].ToString(), map->shards.size());
     if (added) {

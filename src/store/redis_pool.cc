@@ -151,10 +151,14 @@ absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::strin
     // ASKING and the command in one write; ASKING's reply is read and dropped.
     const std::vector<std::vector<std::string_view>> both = {{"ASKING"}, args};
     if (absl::Status s = c->Send(both, timeout); !s.ok()) return s;
-    if (absl::StatusOr<RedisReply> ok = c->Read("ASKING", timeout); !ok.ok()) return ok.status();
+    absl::StatusOr<RedisReply> ok = c->Read("ASKING", timeout);
+    if (!ok.ok()) return ok.status();
     absl::StatusOr<RedisReply> r = c->Read(args[0], timeout);
     if (!r.ok()) return r.status();
     Return(std::move(c));
+    // ASKING refused: the command ran without it, so its reply (a MOVED back
+    // to the node that sent the ASK, or worse) does not answer the redirect.
+    if ((*ok)->type == REDIS_REPLY_ERROR) return ok;
     return r;
   }
   absl::StatusOr<RedisReply> r = c->Command(args, timeout);

@@ -67,7 +67,8 @@ class RedisConnectionPool {
   // Runs `args` on an idle (or new) connection, preceded by ASKING when
   // `asking`, with at most `timeout` for connecting, for sending and for
   // reading each reply. Returns the reply,
-  // error replies included. A connection that fails is closed: refused,
+  // error replies included (ASKING's error reply when the server refuses
+  // ASKING: the command's own reply, read to stay in step, is dropped). A connection that fails is closed: refused,
   // reset or closed are UNAVAILABLE, a timeout DEADLINE_EXCEEDED, a failed
   // AUTH UNAUTHENTICATED.
   absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, absl::Duration timeout,

@@ -30,6 +30,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/err.h>
 
+#include "store/redis_cluster_store.h"
 #include "store/redis_pool.h"
 #include "store/redis_tls.h"
 
@@ -446,6 +447,59 @@ TEST(RedisConnection, AStreamingGetOfAHostileReplyIsAPreciseStatusAndNeverAnOutO
     BulkGet next = GetInto(pool, absl::Seconds(5));
     ASSERT_TRUE(next.status.ok()) << next.status;
     EXPECT_EQ(next.bytes, in_step ? "FIRST-CONN" : "NEXT--CONN");
+  }
+}
+
+// A server that refuses ASKING (an error reply) ran the command without it:
+// the caller gets ASKING's error, not the command's reply, and the
+// connection stays in step (both replies read).
+TEST(RedisConnection, ARefusedAskingIsTheReplyAndTheConnectionStaysInStep) {
+  FakeServer server([&](int fd, int) {
+    Serve(fd, [](const std::vector<std::string>& a) {
+      if (a[0] == "ASKING") return std::string("-ERR ASKING refused\r\n");
+      return std::string("-MOVED 1 127.0.0.1:1\r\n");
+    });
+  });
+  RedisConnectionPool pool = Pool(server);
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Seconds(2), /*asking=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->type, REDIS_REPLY_ERROR);
+  EXPECT_EQ(ReplyText(**r), "ERR ASKING refused");
+  EXPECT_EQ(Text(pool.Run({"GET", "k"}, absl::Seconds(2))), "MOVED 1 127.0.0.1:1");
+  EXPECT_EQ(server.accepted(), 1);
+}
+
+// CLUSTER SLOTS naming a master port outside 1 ... 65535 (a hostile or
+// broken node) fails the map load; a replica with such a port (0: unknown)
+// is left out.
+TEST(RedisConnection, AClusterMapWithAPortOutOfRangeIsRefused) {
+  for (const long long bad : {-1LL, 0LL, 65536LL, 4294967297LL}) {
+    SCOPED_TRACE(bad);
+    for (const bool master : {true, false}) {
+      std::atomic<uint32_t> self{0};
+      FakeServer server([&](int fd, int) {
+        Serve(fd, [&](const std::vector<std::string>& a) {
+          const std::string me = "*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(self.load()) + "\r\n";
+          const std::string other = "*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(bad) + "\r\n";
+          if (a[0] == "CLUSTER")
+            return "*1\r\n*4\r\n:0\r\n:16383\r\n" + (master ? other + me : me + other);
+          return std::string("-ERR unexpected\r\n");
+        });
+      });
+      self = server.port();
+      RedisClusterOptions o;
+      o.seeds = {{"127.0.0.1", server.port()}};
+      o.timeout_ms = 2000;
+      absl::StatusOr<std::unique_ptr<RedisClusterStore>> store = RedisClusterStore::Connect(o);
+      if (master) {
+        EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable) << store.status();
+        EXPECT_NE(store.status().message().find("master port " + std::to_string(bad)),
+                  std::string::npos)
+            << store.status();
+      } else {
+        EXPECT_TRUE(store.ok()) << store.status();
+      }
+    }
   }
 }
 
