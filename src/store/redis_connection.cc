@@ -443,6 +443,9 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
       eol = static_cast<size_t>(cr - buf);
       break;
     }
+    // An array never answers a GET, and hiredis 0.14 allocates the element
+    // pointers its header counts (2^31 - 1 of them from 14 bytes): refused.
+    if (have > 0 && buf[0] == '*') return protocol_error("an array reply");
     if (have > 0 && buf[0] != '$') return through_hiredis(have);
     if (cr != nullptr) return protocol_error("a bulk length line with a CR but no LF");
     if (have > kMaxBulkHeaderBytes) return protocol_error("a bulk length line without CRLF");
@@ -450,6 +453,7 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
     if (!got.ok()) return got.status();
     have += *got;
   }
+  if (buf[0] == '*') return protocol_error("an array reply");
   if (buf[0] != '$') return through_hiredis(have);
   // "-1" (nil) or decimal digits, below 2^55: anything else (another sign,
   // no digits, a length no store holds) is out of step with the protocol.

@@ -63,8 +63,9 @@ class RedisConnection {
   // included) is read through hiredis and returned as kOther. Errors and the
   // unusable connection after them as Read. UNAVAILABLE (protocol error)
   // for: a bulk string not followed by CRLF alone, bytes after a nil, a bulk
-  // length that is not "-1" or decimal digits below 2^55, and another reply
-  // past 1 MiB (a GET's error reply is short; nothing larger is buffered).
+  // length that is not "-1" or decimal digits below 2^55, an array reply
+  // (never a GET's; hiredis would allocate what its header counts), and
+  // another reply past 1 MiB (a GET's error reply is short).
   struct BulkRead {
     enum Kind { kBulk, kNil, kOther } kind = kOther;
     uint64_t size = 0;  // kBulk
