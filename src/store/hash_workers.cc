@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -87,10 +88,17 @@ class Workers {
   }
 
   // Lets `helpers` workers take `job` (started here if there are fewer).
+  // A thread that cannot be started (the process's or container's thread
+  // limit, no memory for its stack) is not: the job's owner runs what no
+  // worker takes, so the call only loses parallelism, and a later call tries
+  // again.
   void Submit(const std::shared_ptr<HashJob>& job, size_t helpers) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      while (threads_.size() < helpers) threads_.emplace_back([this] { Loop(); });
+      try {
+        while (threads_.size() < helpers) threads_.emplace_back([this] { Loop(); });
+      } catch (const std::system_error&) {
+      }
       job->helpers_left = helpers;
       queue_.push_back(job);
     }
