@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -479,6 +480,137 @@ TEST(CpuAttentionMxfp8, Bf16RowsInPlaceMatchTheWidenedTileBitForBit) {
             EXPECT_LE(RelativeErrorToReference(p, rows.out), 1e-5) << what;
             continue;
           }
+          for (size_t i = 0; i < poisoned * row_floats; ++i)
+            ASSERT_TRUE(std::isfinite(rows.out[i])) << what << ": an earlier token's output at " << i;
+          for (size_t i = poisoned * row_floats; i < rows.out.size(); i += c.d) {
+            bool any_bad = false;
+            for (int e = 0; e < c.d; ++e) any_bad |= !std::isfinite(rows.out[i + e]);
+            EXPECT_TRUE(any_bad) << what << ": a row that sees the NaN is finite";
+          }
+        }
+      }
+    }
+  }
+}
+
+// BF16 rows read in place by the AMX driver (SeqProblem::mx with bf16 and
+// BF16 queries: swa_step's BF16 queries on a BF16 ring): the same bits as the
+// AMX driver on the BF16 tile (k16 / v16) of the same values, as the step
+// built it before. Rows evenly spaced in one buffer (packed straight from the
+// rows), or with scattered and missing rows among them (copied 16 at a time);
+// a NaN in a key and a value only the last token sees: the block runs the
+// AVX512-BF16 driver (as from the tile), and the NaN reaches that token's
+// rows only. Within the BF16-P budget of the FP64 reference otherwise.
+TEST(CpuAttentionMxfp8, AmxBf16RowsInPlaceMatchTheBf16TileBitForBit) {
+  if (!AmxKernelsAvailable()) {
+    std::printf("SKIPPED: no AMX-BF16 tile data on this CPU / OS (amx_bf16, amx_tile, XTILEDATA)\n");
+    GTEST_SKIP() << "no AMX-BF16 tile data on this CPU / OS";
+  }
+  ThreadPool pool(3);
+  uint32_t seed = 1300;
+  for (const Case& c : kCases) {
+    for (bool scattered : {false, true}) {
+      for (bool poison : {false, true}) {
+        MxProblem p = Make(c, ++seed, /*with_missing_rows=*/false);
+        p.vec_bytes = sizeof(uint16_t) * c.d;
+        const int vectors = c.hkv * (c.shared_kv ? 1 : 2);
+        const size_t per_row = static_cast<size_t>(vectors) * c.d;  // values
+        p.row_bytes = p.vec_bytes * vectors + 2 * 3;  // rows 6 bytes apart past the vectors
+        std::mt19937 rng(seed);
+        swa_test::UniformReal<float> u(-2.0f, 2.0f);
+        auto bf16 = [&] {
+          const float x = u(rng);
+          uint32_t b;
+          std::memcpy(&b, &x, 4);
+          return static_cast<uint16_t>(b >> 16);
+        };
+        std::unique_ptr<uint8_t[]> ring(new uint8_t[p.n_keys * p.row_bytes + 64]);
+        uint8_t* base = ring.get() + 2 * (rng() % 32);
+        std::vector<std::unique_ptr<uint8_t[]>> elsewhere;
+        std::vector<uint16_t> values(static_cast<size_t>(p.n_keys) * per_row);
+        for (int r = 0; r < p.n_keys; ++r) {
+          uint8_t* row = base + r * p.row_bytes;
+          if (scattered && r % 7 == 3) {  // a staged row, or past the ring's wrap
+            elsewhere.emplace_back(new uint8_t[p.row_bytes + 64]);
+            row = elsewhere.back().get() + 2 * (rng() % 32);
+          }
+          for (size_t e = 0; e < per_row; ++e) values[r * per_row + e] = bf16();
+          std::memcpy(row, &values[r * per_row], sizeof(uint16_t) * per_row);
+          p.rows[r] = scattered && r % 5 == 1 && r != p.n_keys - 1 ? nullptr : row;
+        }
+        const int poisoned = c.tokens - 1;  // only the last token sees its own key
+        const int key = p.end[poisoned] - 1;  // n_keys - 1: never missing
+        if (poison) {
+          const uint16_t nan = 0x7FC1;
+          for (int g = 0; g < c.hkv; ++g) {
+            for (size_t e : {static_cast<size_t>(g) * c.d + 3,
+                             static_cast<size_t>(c.shared_kv ? g : c.hkv + g) * c.d + 5}) {
+              values[key * per_row + e] = nan;
+              std::memcpy(const_cast<uint8_t*>(p.rows[key]) + 2 * e, &nan, 2);
+            }
+          }
+        }
+        // The BF16 tile as the step built it (missing rows: zeros), its FP32
+        // values for the reference, and BF16 queries.
+        const size_t kv = static_cast<size_t>(c.hkv) * c.d;
+        std::vector<uint16_t> k16(p.n_keys * kv, 0), v16(c.shared_kv ? 0 : p.n_keys * kv, 0);
+        for (int r = 0; r < p.n_keys; ++r) {
+          if (p.rows[r] == nullptr) continue;
+          std::copy_n(&values[r * per_row], kv, &k16[r * kv]);
+          if (!c.shared_kv) std::copy_n(&values[r * per_row + kv], kv, &v16[r * kv]);
+        }
+        auto widen = [](const std::vector<uint16_t>& h) {
+          std::vector<float> f(h.size());
+          for (size_t i = 0; i < h.size(); ++i) {
+            const uint32_t b = static_cast<uint32_t>(h[i]) << 16;
+            std::memcpy(&f[i], &b, 4);
+          }
+          return f;
+        };
+        p.k = widen(k16);
+        p.v = widen(v16);
+        std::vector<uint16_t> q16(p.q.size());
+        for (size_t i = 0; i < p.q.size(); ++i) {
+          uint32_t b;
+          std::memcpy(&b, &p.q[i], 4);
+          q16[i] = static_cast<uint16_t>(b >> 16);
+          b = static_cast<uint32_t>(q16[i]) << 16;
+          std::memcpy(&p.q[i], &b, 4);
+        }
+        for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          const std::string what = Describe(c) + (scattered ? " scattered" : " even") +
+                                   (poison ? " NaN" : "") + (tp ? " pool" : "");
+          AttentionShape shape{c.hq, c.hkv, c.d, p.scale, c.sinks ? p.sinks.data() : nullptr};
+          auto run = [&](bool in_place) {
+            Result r;
+            r.out.assign(static_cast<size_t>(c.tokens) * c.hq * c.d, kNaN);
+            r.lse.assign(static_cast<size_t>(c.tokens) * c.hq, kNaN);
+            SeqProblem sp{c.tokens, nullptr, p.n_keys, nullptr, nullptr, p.begin.data(),
+                          p.end.data(), r.out.data()};
+            sp.lse = r.lse.data();
+            sp.q_bf16 = q16.data();
+            if (in_place) {
+              sp.mx.rows = p.rows.data();
+              sp.mx.k_offset = 0;
+              sp.mx.v_offset = c.shared_kv ? 0 : kv * sizeof(uint16_t);
+              sp.mx.vec_bytes = p.vec_bytes;
+              sp.mx.bf16 = true;
+            } else {
+              sp.k16 = k16.data();
+              sp.v16 = c.shared_kv ? k16.data() : v16.data();
+            }
+            AttendWithIsa(AttentionIsa::kAmx, shape, &sp, 1, tp);
+            return r;
+          };
+          const Result tile = run(false);
+          const Result rows = run(true);
+          ExpectSameBits(rows.out, tile.out, what + " out");
+          ExpectSameBits(rows.lse, tile.lse, what + " lse");
+          if (!poison) {
+            EXPECT_LE(RelativeErrorToReference(p, rows.out), 4e-3) << what;
+            continue;
+          }
+          const size_t row_floats = static_cast<size_t>(c.hq) * c.d;
           for (size_t i = 0; i < poisoned * row_floats; ++i)
             ASSERT_TRUE(std::isfinite(rows.out[i])) << what << ": an earlier token's output at " << i;
           for (size_t i = poisoned * row_floats; i < rows.out.size(); i += c.d) {

@@ -539,7 +539,8 @@ void AttendWithIsa(AttentionIsa isa, const AttentionShape& shape, const SeqProbl
           RunBlockAmx(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
         else
           RunBlockBf16(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
-      } else if (bf16 && c->amx && !pr.mx.bf16 && MxfpValuesFinite(pr, g, c->shape->head_dim)) {
+      } else if (bf16 && c->amx &&
+                 (pr.mx.bf16 || MxfpValuesFinite(pr, g, c->shape->head_dim))) {
         RunBlockAmx(*c->kb, *c->kn, *c->shape, pr, g, row0, row1, c->blocking, ws);
       } else {
         assert((pr.mx.rows != nullptr || (pr.k != nullptr && pr.v != nullptr)) && pr.q != nullptr);

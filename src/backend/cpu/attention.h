@@ -32,8 +32,9 @@ struct AttentionShape {
 // g * vec_bytes (codec layout: D codes, then D / 32 scale bytes). The FP32
 // kernels decode them 16 rows at a time straight into their K^T panels and V
 // slabs (no FP32 tile). Values are exactly those of codec::DecodeRows.
-// With `bf16` the vectors are D BF16 values (a BF16 ring) instead: only the
-// FP32 kernels read those (RunBlock), widening them into the same panels.
+// With `bf16` the vectors are D BF16 values (a BF16 ring) instead: the FP32
+// kernels (RunBlock) widen them into the same panels, and the AMX-BF16 driver
+// packs them into its tiles for problems with q_bf16 (q may then be nullptr).
 struct MxfpRows {
   const uint8_t* const* rows = nullptr;  // [n_keys]
   size_t k_offset = 0;
@@ -71,8 +72,9 @@ struct SeqProblem {
   // kernels, and the AMX-BF16 driver for problems with q_bf16 (q must be set
   // too: a value vector with a NaN code or scale sends the problem's KV head
   // to the FP32 kernels). The AVX512-BF16 driver never reads them. swa_step
-  // hands BF16-query problems BF16 tiles instead (faster in a first A/B run
-  // under load; docs/cpu_attention.md).
+  // hands BF16-query problems on an MXFP8 ring BF16 tiles instead (faster in
+  // a first A/B run under load; docs/cpu_attention.md), on a BF16 ring the
+  // rows (mx.bf16) when the AMX driver runs.
   MxfpRows mx;
 };
 

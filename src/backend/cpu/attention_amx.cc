@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/attention_amx.h"
 #include "backend/cpu/attention_block.h"
@@ -480,6 +482,97 @@ void PackMxfpChunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, 
   PackValues(buf, d, 0, d, ldp / 2 - done, vp + static_cast<ptrdiff_t>(done) * 32, slab);
 }
 
+// K^T panels and V pair slabs of keys [c0, c0 + n) of KV head g read in
+// place from BF16 rows (pr.mx.bf16: a BF16 ring): a 16-key group whose rows
+// are all present and equally spaced (one run of the ring, the usual case)
+// packs straight from the rows; any other group (a missing row, the ring's
+// wrap, the step's staged rows) is copied into a 16 x D buffer first. The
+// same packing calls on the same BF16 bits as from a decoded BF16 tile.
+// Pairs past the keys, up to ldp / 2, are zero.
+void PackBf16Chunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, int c0, int n,
+                   int d, int ldp, uint16_t* kt, uint16_t* vp, ptrdiff_t slab, Workspace& ws) {
+  uint16_t* buf = U16(ws.rows, static_cast<size_t>(kTileCols) * d);
+  const size_t head = static_cast<size_t>(g) * pr.mx.vec_bytes;
+  const bool shared = pr.mx.k_offset == pr.mx.v_offset;
+  // Rows [r0, r0 + m) of the vectors at `offset`: (first, ld in values).
+  auto rows_of = [&](size_t offset, int r0, int m, ptrdiff_t* ld) -> const uint16_t* {
+    const uint8_t* const* rows = pr.mx.rows + r0;
+    // Addresses as integers: the rows may be separate allocations.
+    auto at = [&](int r) { return static_cast<ptrdiff_t>(reinterpret_cast<uintptr_t>(rows[r])); };
+    bool even = rows[0] != nullptr;
+    const ptrdiff_t step = m > 1 && even ? at(1) - at(0) : 0;
+    for (int r = 1; r < m && even; ++r) even = rows[r] != nullptr && at(r) - at(r - 1) == step;
+    if (even && step % static_cast<ptrdiff_t>(sizeof(uint16_t)) == 0 &&
+        reinterpret_cast<uintptr_t>(rows[0] + offset + head) % sizeof(uint16_t) == 0) {
+      *ld = step / static_cast<ptrdiff_t>(sizeof(uint16_t));
+      return reinterpret_cast<const uint16_t*>(rows[0] + offset + head);
+    }
+    for (int r = 0; r < m; ++r) {
+      uint16_t* out = buf + static_cast<ptrdiff_t>(r) * d;
+      if (rows[r] == nullptr)
+        std::memset(out, 0, sizeof(uint16_t) * d);
+      else
+        std::memcpy(out, rows[r] + offset + head, sizeof(uint16_t) * d);
+    }
+    *ld = d;
+    return buf;
+  };
+  for (int p0 = 0; p0 < n; p0 += kTileCols) {
+    const int m = std::min(kTileCols, n - p0);
+    ptrdiff_t ldk = 0, ldv = 0;
+    const uint16_t* k = rows_of(pr.mx.k_offset, c0 + p0, m, &ldk);
+    kb.pack_kt16(k, ldk, m, d, kt + static_cast<ptrdiff_t>(p0) * d);
+    const uint16_t* v = shared ? k : rows_of(pr.mx.v_offset, c0 + p0, m, &ldv);
+    if (shared) ldv = ldk;
+    PackValues(v, ldv, m, d, (m + 1) / 2, vp + static_cast<ptrdiff_t>(p0 / 2) * 32, slab);
+  }
+  const int done = (n + 1) / 2;
+  PackValues(buf, d, 0, d, ldp / 2 - done, vp + static_cast<ptrdiff_t>(done) * 32, slab);
+}
+
+// Whether a value vector of KV head g in rows [b, e) of BF16 rows (pr.mx.bf16)
+// holds a NaN or an Inf (missing rows are zeros).
+bool NonFiniteBf16Values(const SeqProblem& pr, int g, int b, int e, int d) {
+  const size_t at = pr.mx.v_offset + static_cast<size_t>(g) * pr.mx.vec_bytes;
+  for (int r = b; r < e; ++r) {
+    const uint8_t* row = pr.mx.rows[r];
+    if (row != nullptr && NonFiniteRows(reinterpret_cast<const uint16_t*>(row + at), 0, 1, d))
+      return true;
+  }
+  return false;
+}
+
+// RunBlockBf16 of BF16 rows (pr.mx.bf16) through a BF16 tile of KV head g
+// (the other heads' columns unused): the AVX512-BF16 driver reads tiles only.
+thread_local std::vector<uint16_t> tls_bf16_tile;
+void RunBlockBf16FromRows(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
+                          const AttentionShape& shape, const SeqProblem& pr, int g, int row0,
+                          int row1, const Blocking& blocking, Workspace& ws) {
+  const int d = shape.head_dim;
+  const size_t ldkv = static_cast<size_t>(shape.kv_heads) * d;
+  const bool shared = pr.mx.k_offset == pr.mx.v_offset;
+  const size_t per = static_cast<size_t>(pr.n_keys) * ldkv;
+  std::vector<uint16_t>& tile = tls_bf16_tile;
+  tile.resize(shared ? per : 2 * per);
+  const size_t head = static_cast<size_t>(g) * pr.mx.vec_bytes;
+  for (int r = 0; r < pr.n_keys; ++r) {
+    const uint8_t* row = pr.mx.rows[r];
+    uint16_t* k = tile.data() + r * ldkv + static_cast<size_t>(g) * d;
+    uint16_t* v = shared ? k : k + per;
+    for (auto [dst, offset] : {std::pair{k, pr.mx.k_offset}, std::pair{v, pr.mx.v_offset}}) {
+      if (row == nullptr)
+        std::memset(dst, 0, sizeof(uint16_t) * d);
+      else
+        std::memcpy(dst, row + offset + head, sizeof(uint16_t) * d);
+    }
+  }
+  SeqProblem t = pr;
+  t.mx = MxfpRows{};
+  t.k16 = tile.data();
+  t.v16 = shared ? tile.data() : tile.data() + per;
+  RunBlockBf16(kb, kn, shape, t, g, row0, row1, blocking, ws);
+}
+
 }  // namespace
 
 bool MxfpValuesFinite(const SeqProblem& pr, int g, int d) {
@@ -508,7 +601,9 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   const ptrdiff_t ldkv = static_cast<ptrdiff_t>(shape.kv_heads) * d;
   const ptrdiff_t head = static_cast<ptrdiff_t>(g) * d;
   const bool tile16 = pr.k16 != nullptr;
-  const bool mx = pr.mx.rows != nullptr;  // the caller checked its values (MxfpValuesFinite)
+  // MXFP8 rows: the caller checked their values (MxfpValuesFinite).
+  const bool mx = pr.mx.rows != nullptr && !pr.mx.bf16;
+  const bool mx_bf16 = pr.mx.rows != nullptr && pr.mx.bf16;  // BF16 rows in place
   const int rows = row1 - row0;
   const int tiles = CutTiles(rows, ws);  // the softmax's register tiles
   const Range hull = SetUpBlock(shape, pr, g, row0, rows, tiles, ws);
@@ -516,7 +611,10 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   // A non-finite value in the band: 16-row tiles would multiply it by the
   // P = 0 of rows that do not see it. The AVX512-BF16 driver keeps such
   // values in the rows that see them (its row-by-row P.V).
-  if (!mx && hull.begin < hull.end) {
+  if (mx_bf16 && hull.begin < hull.end &&
+      NonFiniteBf16Values(pr, g, hull.begin, hull.end, d))
+    return RunBlockBf16FromRows(kb, kn, shape, pr, g, row0, row1, blocking, ws);
+  if (!mx && !mx_bf16 && hull.begin < hull.end) {
     const int n = hull.end - hull.begin;
     const bool bad = tile16 ? NonFiniteRows(pr.v16 + head + hull.begin * ldkv, ldkv, n, d)
                             : NonFiniteRows(pr.v + head + hull.begin * ldkv, ldkv, n, d);
@@ -552,7 +650,9 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
       const int lds = RoundUp(c1 - c0, kTileCols);
       const int ldp = RoundUp(c1 - c0, kAmxKeyStep);
       const ptrdiff_t slab = static_cast<ptrdiff_t>(ldp) * kTileCols;
-      if (mx) {
+      if (mx_bf16) {
+        PackBf16Chunk(kb, pr, g, c0, c1 - c0, d, ldp, kt, vp, slab, ws);
+      } else if (mx) {
         PackMxfpChunk(kb, pr, g, c0, c1 - c0, d, ldp, kt, vp, slab, ws);
       } else if (tile16) {
         kb.pack_kt16(pr.k16 + head + c0 * ldkv, ldkv, c1 - c0, d, kt);

@@ -456,7 +456,8 @@ void RunBlockBf16(const Bf16AttentionKernels& kb, const AttentionKernels& fp32,
 // MXFP8 rows (pr.mx) too: decoded 16 at a time straight into the tile layout,
 // once MxfpValuesFinite(pr, g, d) (no NaN code or NaN scale in any value
 // vector of KV head g; otherwise the FP32 RunBlock keeps a NaN in the rows
-// that see it).
+// that see it). BF16 rows (pr.mx.bf16) too, packed straight from the rows; a
+// non-finite value in the band runs RunBlockBf16 on a BF16 copy of them.
 bool MxfpValuesFinite(const SeqProblem& pr, int g, int d);
 void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& fp32,
                  const AttentionShape& shape, const SeqProblem& pr, int g, int row0, int row1,

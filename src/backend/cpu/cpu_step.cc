@@ -137,7 +137,10 @@ class StepRunner {
     // The FP32 kernels read MXFP8 and BF16 rows in place and decode them
     // straight into their packed layout: no FP32 tile (docs/cpu_attention.md,
     // "Design").
-    mx_rows_ = !tile16_ && (l_.format == Format::kMxfp8 || l_.format == Format::kBf16);
+    // So does the AMX driver with BF16 rows (packed straight into its VNNI
+    // tiles): BF16 queries on a BF16 ring take no tile either then.
+    mx_rows_ = (!tile16_ && (l_.format == Format::kMxfp8 || l_.format == Format::kBf16)) ||
+               (tile16_ && l_.format == Format::kBf16 && AmxAttentionSelected());
     // The BF16 kernels read q_bf16 only: no FP32 copy of the queries then.
     if (tile16_) {
       q32_ = nullptr;
