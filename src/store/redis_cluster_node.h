@@ -3,6 +3,9 @@
 // and, for replica reads, READONLY run at connect). Thread-safe.
 #pragma once
 
+#include <hiredis/hiredis.h>
+
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +40,37 @@ class RedisNode {
   absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, bool asking,
                                  absl::Duration timeout) {
     return pool_.Run(args, timeout, asking);
+  }
+
+  // Sends `args` (ASKING first when `asking`: its reply is read before the
+  // command is sent, and an error reply to it is returned without sending
+  // the command) and lets `read` read the reply: a reply it returns (an error
+  // reply, e.g. MOVED), or null when it took the reply itself (the streaming
+  // GET). The connection goes back to the pool only when `read` succeeds
+  // (RedisConnectionPool::RunWith); failures name the node.
+  absl::StatusOr<RedisReply> RunRead(
+      const std::vector<std::string_view>& args, bool asking, absl::Duration timeout,
+      const std::function<absl::StatusOr<RedisReply>(RedisConnection&)>& read) {
+    RedisReply out;
+    const std::vector<std::string_view> asking_args = {"ASKING"};
+    absl::Status s =
+        pool_.RunWith(asking ? asking_args : args, timeout, [&](RedisConnection& c) -> absl::Status {
+          if (asking) {
+            absl::StatusOr<RedisReply> ok = c.Read("ASKING", timeout);
+            if (!ok.ok()) return ok.status();
+            if ((*ok)->type == REDIS_REPLY_ERROR) {  // refused: the command is not sent
+              out = std::move(*ok);
+              return absl::OkStatus();
+            }
+            if (absl::Status sent = c.Send({args}, timeout); !sent.ok()) return sent;
+          }
+          absl::StatusOr<RedisReply> r = read(c);
+          if (!r.ok()) return r.status();
+          out = std::move(*r);
+          return absl::OkStatus();
+        });
+    if (!s.ok()) return s;
+    return out;
   }
 
   // RedisConnectionPool::RunPipeline: every command sent before any reply is

@@ -183,6 +183,16 @@ absl::Status RedisClusterStore::RefreshIfStale(uint64_t seen_version, absl::Time
 absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
                                                       const std::vector<std::string_view>& args,
                                                       Access access) {
+  return ExecuteWith(
+      key, args, access,
+      [&](RedisNode& node, bool asking, absl::Duration left) { return node.Run(args, asking, left); },
+      nullptr);
+}
+
+absl::StatusOr<RedisReply> RedisClusterStore::ExecuteWith(std::string_view key,
+                                                          const std::vector<std::string_view>& args,
+                                                          Access access, const Attempt& run,
+                                                          const bool* final) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.timeout_ms);
   const uint32_t slot = ClusterKeySlot(key);
   std::shared_ptr<RedisNode> redirect;  // from MOVED or ASK, for the next attempt only
@@ -213,11 +223,12 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
         ++stats_.replica_reads;
       }
     }
-    absl::StatusOr<RedisReply> r = node->Run(args, std::exchange(asking, false), left);
+    absl::StatusOr<RedisReply> r = run(*node, std::exchange(asking, false), left);
     if (!r.ok()) {
       if (absl::IsUnauthenticated(r.status())) return r.status();
       last = r.status();
       node->DropIdle();
+      if (final != nullptr && *final) return r.status();
       if (replica) {  // read the master instead, right away
         replica_failed = true;
         ++stats_.replica_fallbacks;
@@ -227,7 +238,7 @@ absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
       Backoff(failures++, deadline);
       continue;
     }
-    if ((*r)->type != REDIS_REPLY_ERROR) return r;
+    if (*r == nullptr || (*r)->type != REDIS_REPLY_ERROR) return r;
     const std::string_view text = ReplyText(**r);
     const bool moved = text.starts_with("MOVED "), ask = text.starts_with("ASK ");
     if (moved || ask) {
@@ -282,14 +293,47 @@ absl::Status RedisClusterStore::Put(std::string_view key, absl::Span<const Const
 
 absl::StatusOr<uint64_t> RedisClusterStore::Get(std::string_view key,
                                                 absl::Span<const ByteSpan> pieces) {
-  absl::StatusOr<RedisReply> r = Execute(key, {"GET", key}, Access::kRead);
+  return GetStreaming(key, pieces, nullptr);
+}
+
+absl::StatusOr<uint64_t> RedisClusterStore::GetStreaming(
+    std::string_view key, absl::Span<const ByteSpan> pieces,
+    const std::function<void(uint64_t)>& landed) {
+  const std::vector<std::string_view> args = {"GET", key};
+  RedisConnection::BulkRead got;
+  bool reported = false;  // progress reported: no retry after a failure
+  std::function<void(uint64_t)> report;
+  if (landed) {
+    report = [&](uint64_t n) {
+      reported = true;
+      landed(n);
+    };
+  }
+  absl::StatusOr<RedisReply> r = ExecuteWith(
+      key, args, Access::kRead,
+      [&](RedisNode& node, bool asking, absl::Duration left) {
+        return node.RunRead(args, asking, left,
+                            [&](RedisConnection& c) -> absl::StatusOr<RedisReply> {
+                              absl::StatusOr<RedisConnection::BulkRead> b =
+                                  c.ReadBulkInto("GET", left, pieces, report);
+                              if (!b.ok()) return b.status();
+                              if (b->kind == RedisConnection::BulkRead::kOther)
+                                return std::move(b->other);  // an error reply, e.g. MOVED
+                              got = std::move(*b);
+                              return RedisReply();
+                            });
+      },
+      &reported);
   if (!r.ok()) return r.status();
+  if (*r == nullptr) {
+    if (got.kind == RedisConnection::BulkRead::kNil)
+      return absl::NotFoundError("redis cluster store: no blob under this key");
+    return got.size;  // kBulk: in the pieces when it is their total
+  }
+  // Another reply than a bulk string or nil (read by hiredis, at most 1 MiB).
   const redisReply& reply = **r;
   if (reply.type == REDIS_REPLY_NIL) return absl::NotFoundError("redis cluster store: no blob under this key");
-  if (reply.type != REDIS_REPLY_STRING)
-    return absl::UnknownError(absl::StrFormat("redis cluster store GET: unexpected reply type %d", reply.type));
-  if (reply.len == TotalBytes(pieces)) ScatterFrom(reinterpret_cast<const uint8_t*>(reply.str), pieces);
-  return uint64_t{reply.len};
+  return absl::UnknownError(absl::StrFormat("redis cluster store GET: unexpected reply type %d", reply.type));
 }
 
 absl::StatusOr<bool> RedisClusterStore::Exists(std::string_view key) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,7 +52,16 @@ class RedisClusterStore final : public KvStore {
       const RedisClusterOptions& options);
 
   absl::Status Put(std::string_view key, absl::Span<const ConstByteSpan> pieces) override;
+  // GET's reply goes from the socket straight into the pieces
+  // (RedisConnection::ReadBulkInto: no reply buffered by hiredis; an array
+  // reply, a malformed length or a non-bulk reply past 1 MiB is a protocol
+  // error, the connection dropped). Redirects and retries as every call,
+  // except that a call which has reported progress through `landed` is not
+  // retried: its failure is the call's (a retry could land other bytes where
+  // some were reported in for good).
   absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
+  absl::StatusOr<uint64_t> GetStreaming(std::string_view key, absl::Span<const ByteSpan> pieces,
+                                        const std::function<void(uint64_t)>& landed) override;
   absl::StatusOr<bool> Exists(std::string_view key) override;
   absl::Status Remove(std::string_view key) override;
   // One pipeline of EXISTS per master (the keys its shard serves in the
@@ -84,6 +94,14 @@ class RedisClusterStore final : public KvStore {
   // Runs one single-key command with routing, redirects and retries.
   absl::StatusOr<RedisReply> Execute(std::string_view key, const std::vector<std::string_view>& args,
                                      Access access);
+  // Execute with each attempt run by `run(node, asking, time left)`: a
+  // reply (error replies included) or null when it took the reply itself
+  // (returned as is). A failed attempt is retried unless `*final` (when set)
+  // is true after it.
+  using Attempt = std::function<absl::StatusOr<RedisReply>(RedisNode&, bool, absl::Duration)>;
+  absl::StatusOr<RedisReply> ExecuteWith(std::string_view key,
+                                         const std::vector<std::string_view>& args, Access access,
+                                         const Attempt& run, const bool* final);
   // Reloads the map unless another thread did since `seen_version`.
   absl::Status RefreshIfStale(uint64_t seen_version, absl::Time deadline);
   absl::StatusOr<std::shared_ptr<SlotMap>> LoadMap(RedisNode& node, absl::Duration timeout);
