@@ -42,9 +42,9 @@ class RedisNode {
     return pool_.Run(args, timeout, asking);
   }
 
-  // Sends `args` (ASKING first when `asking`: its reply is read before the
-  // command is sent, and an error reply to it is returned without sending
-  // the command) and lets `read` read the reply: a reply it returns (an error
+  // Sends `args` (ASKING first when `asking`: its reply is read, bounded as
+  // RedisConnection::ReadBulkInto reads, before the command is sent, and an
+  // error reply to it is returned without sending the command) and lets `read` read the reply: a reply it returns (an error
   // reply, e.g. MOVED), or null when it took the reply itself (the streaming
   // GET). The connection goes back to the pool only when `read` succeeds
   // (RedisConnectionPool::RunWith); failures name the node.
@@ -56,10 +56,15 @@ class RedisNode {
     absl::Status s =
         pool_.RunWith(asking ? asking_args : args, timeout, [&](RedisConnection& c) -> absl::Status {
           if (asking) {
-            absl::StatusOr<RedisReply> ok = c.Read("ASKING", timeout);
+            // Read with ReadBulkInto's bounds (no array, at most 1 MiB): the
+            // reply is +OK or an error reply, never a bulk string or nil.
+            absl::StatusOr<RedisConnection::BulkRead> ok = c.ReadBulkInto("ASKING", timeout, {}, nullptr);
             if (!ok.ok()) return ok.status();
-            if ((*ok)->type == REDIS_REPLY_ERROR) {  // refused: the command is not sent
-              out = std::move(*ok);
+            if (ok->kind != RedisConnection::BulkRead::kOther)
+              return absl::UnavailableError(
+                  absl::StrCat(name(), ": ASKING: protocol error: a bulk string or nil reply"));
+            if (ok->other->type == REDIS_REPLY_ERROR) {  // refused: the command is not sent
+              out = std::move(ok->other);
               return absl::OkStatus();
             }
             if (absl::Status sent = c.Send({args}, timeout); !sent.ok()) return sent;

@@ -704,6 +704,21 @@ TEST(RedisClusterGet, RedirectsLandTheBlobAndAGetThatReportedProgressIsNotRetrie
     EXPECT_EQ(next.bytes, "0123456789");
   }
   {
+    SCOPED_TRACE("ASKING answered by an array bomb");
+    std::atomic<FakeClusterNode*> self{nullptr};  // set before any GET is sent
+    FakeClusterNode node(
+        [&](int fd, int n) { return WriteAll(fd, n == 0 ? self.load()->Redirect("ASK") : Bulk("0123456789")); },
+        "*2147483647\r\n");
+    self = &node;
+    std::unique_ptr<RedisClusterStore> store = ClusterOn(node, 3000, 2);
+    ASSERT_NE(store, nullptr);
+    ClusterGet g = ClusterGetInto(*store);
+    EXPECT_EQ(g.size.status().code(), absl::StatusCode::kUnavailable) << g.size.status();
+    EXPECT_NE(g.size.status().message().find("protocol error"), std::string::npos) << g.size.status();
+    EXPECT_LT(g.took, absl::Milliseconds(1500)) << "not prompt";
+    EXPECT_EQ(node.gets(), 1);
+  }
+  {
     SCOPED_TRACE("progress, then the node closes");
     FakeClusterNode node([&](int fd, int n) {
       if (n == 0) {
