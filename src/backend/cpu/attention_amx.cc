@@ -490,6 +490,72 @@ void PackMxfpChunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, 
   PackValues(buf, d, 0, d, ldp / 2 - done, vp + static_cast<ptrdiff_t>(done) * 32, slab);
 }
 
+// The block of the next KV head (g + 1: its K and V vectors in BF16 rows
+// [r0, r1), then its BF16 query rows), asked for a few lines at
+// a time (Step) while this head's block runs, when that block is the next
+// task (this block holds all of the problem's rows): attention.cc's
+// NextHeadPrefetch for the AMX driver's own inputs (BF16 ring rows in place,
+// BF16 queries). The ring rows are cold and one KV head's vectors are a few
+// lines of each: no hardware prefetcher follows them, and the next block's
+// packing (pack_kt16 straight from the rows) would wait on every line. Its
+// output rows (FP32, written by WriteRows) are not asked for: no gain
+// measured.
+class NextHeadRows {
+ public:
+  NextHeadRows(const AttentionShape& shape, const SeqProblem& pr, int g, int r0, int r1,
+               bool whole_problem)
+      : pr_(pr) {
+    if (!whole_problem || pr.mx.rows == nullptr || !pr.mx.bf16 || pr.q_bf16 == nullptr ||
+        g + 1 >= shape.kv_heads || r0 >= r1)
+      return;
+    const int d = shape.head_dim, hq = shape.q_heads, ratio = hq / shape.kv_heads;
+    const size_t head = static_cast<size_t>(g + 1) * pr.mx.vec_bytes;
+    k_ = pr.mx.k_offset + head;
+    v_ = pr.mx.v_offset + head;
+    vecs_ = pr.mx.k_offset == pr.mx.v_offset ? 1 : 2;
+    lines_ = static_cast<int>((sizeof(uint16_t) * d + 63) / 64);
+    row_ = r0;
+    end_ = r1;
+    q_ = reinterpret_cast<const char*>(pr.q_bf16 + static_cast<ptrdiff_t>(g + 1) * ratio * d);
+    q_stride_ = static_cast<ptrdiff_t>(sizeof(uint16_t)) * hq * d;
+    q_bytes_ = static_cast<int>(sizeof(uint16_t)) * ratio * d;
+    tokens_ = pr.n_tokens;
+  }
+  // Asks for about n more lines.
+  void Step(int n) {
+    for (; n > 0 && row_ < end_; n -= vecs_ * lines_, ++row_) {
+      const uint8_t* row = pr_.mx.rows[row_];
+      if (row == nullptr) continue;
+      const char* k = reinterpret_cast<const char*>(row + k_);
+      const char* v = reinterpret_cast<const char*>(row + v_);
+      for (int l = 0; l < lines_; ++l) {
+        _mm_prefetch(k + 64 * l, _MM_HINT_T1);
+        if (vecs_ == 2) _mm_prefetch(v + 64 * l, _MM_HINT_T1);
+      }
+    }
+    for (; n > 0 && token_ < tokens_; n -= q_bytes_ / 64, ++token_) {
+      const char* q = q_ + token_ * q_stride_;
+      for (int b = 0; b < q_bytes_ + 64; b += 64)  // the last line too when q is unaligned
+        _mm_prefetch(q + std::min(b, q_bytes_ - 1), _MM_HINT_T1);
+    }
+  }
+
+ private:
+  const SeqProblem& pr_;
+  size_t k_ = 0, v_ = 0;
+  int vecs_ = 1, lines_ = 0, row_ = 0, end_ = 0;
+  const char* q_ = nullptr;
+  ptrdiff_t q_stride_ = 0;
+  int q_bytes_ = 0, token_ = 0, tokens_ = 0;
+};
+
+// Lines NextHeadRows asks for per 16-key group packed, per row pair's
+// Scores / Values and per P row (a gpt-oss-like block: ~900 in all for the
+// next block's ~630: 133 rows x 2 vectors x 2 lines, 6 tokens x 17 lines).
+constexpr int kNextLinesPerGroup = 32;
+constexpr int kNextLinesPerPair = 64;
+constexpr int kNextLinesPerRow = 8;
+
 // K^T panels and V pair slabs of keys [c0, c0 + n) of KV head g read in
 // place from BF16 rows (pr.mx.bf16: a BF16 ring): a 16-key group whose rows
 // are all present and equally spaced (one run of the ring, the usual case)
@@ -498,7 +564,8 @@ void PackMxfpChunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, 
 // same packing calls on the same BF16 bits as from a decoded BF16 tile.
 // Pairs past the keys, up to ldp / 2, are zero.
 void PackBf16Chunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, int c0, int n,
-                   int d, int ldp, uint16_t* kt, uint16_t* vp, ptrdiff_t slab, Workspace& ws) {
+                   int d, int ldp, uint16_t* kt, uint16_t* vp, ptrdiff_t slab, Workspace& ws,
+                   NextHeadRows& next) {
   uint16_t* buf = U16(ws.rows, static_cast<size_t>(kTileCols) * d);
   const size_t head = static_cast<size_t>(g) * pr.mx.vec_bytes;
   const bool shared = pr.mx.k_offset == pr.mx.v_offset;
@@ -533,6 +600,7 @@ void PackBf16Chunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, 
     const uint16_t* v = shared ? k : rows_of(pr.mx.v_offset, c0 + p0, m, &ldv);
     if (shared) ldv = ldk;
     PackValues(v, ldv, m, d, (m + 1) / 2, vp + static_cast<ptrdiff_t>(p0 / 2) * 32, slab);
+    next.Step(kNextLinesPerGroup);
   }
   const int done = (n + 1) / 2;
   PackValues(buf, d, 0, d, ldp / 2 - done, vp + static_cast<ptrdiff_t>(done) * 32, slab);
@@ -645,6 +713,8 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
   const bool stream = g_streaming_stores && out.in_place && d % (2 * kTileCols) == 0 &&
                       reinterpret_cast<uintptr_t>(o) % sizeof(float) == 0 &&
                       static_cast<size_t>(rows) * d * sizeof(float) >= kStreamBytes;
+  NextHeadRows next_head(shape, pr, g, hull.begin, hull.end,
+                         row0 == 0 && row1 == pr.n_tokens * ratio);
   Tiles amx;
   if (out.n_chunks > 0) {
     const int chunk = RoundUp(CeilDiv(out.span, out.n_chunks), kAmxKeyStep);
@@ -659,7 +729,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
       const int ldp = RoundUp(c1 - c0, kAmxKeyStep);
       const ptrdiff_t slab = static_cast<ptrdiff_t>(ldp) * kTileCols;
       if (mx_bf16) {
-        PackBf16Chunk(kb, pr, g, c0, c1 - c0, d, ldp, kt, vp, slab, ws);
+        PackBf16Chunk(kb, pr, g, c0, c1 - c0, d, ldp, kt, vp, slab, ws, next_head);
       } else if (mx) {
         PackMxfpChunk(kb, pr, g, c0, c1 - c0, d, ldp, kt, vp, slab, ws);
       } else if (tile16) {
@@ -688,6 +758,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
           Scores<true>(a0, a0 + kAmxRows * d, d, d, kt, p0, p1, s0, s0 + kAmxRows * lds, lds, pf, pf_end);
         else
           Scores<false>(a0, nullptr, d, d, kt, p0, p1, s0, nullptr, lds, pf, pf_end);
+        next_head.Step(kNextLinesPerPair);
       }
 
       OnlineSoftmax(kn, shape, rows, c0, c1, lds, shape.scale, s, o, d, ws);
@@ -695,6 +766,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         const Range rk = Intersect(ws.row_keys[i], c0, c1);
         PRow(s + static_cast<ptrdiff_t>(i) * lds, rk.begin - c0, rk.end - c0, ldp,
              p16 + static_cast<ptrdiff_t>(i) * ldp);
+        next_head.Step(kNextLinesPerRow);
       }
 
       // O (+)= P V over the key steps the rows' keys meet (P is 0 elsewhere
@@ -711,6 +783,7 @@ void RunBlockAmx(const Bf16AttentionKernels& kb, const AttentionKernels& kn,
         const uint16_t* a0 = p16 + static_cast<ptrdiff_t>(r0) * ldp;
         float* o0 = o + static_cast<ptrdiff_t>(r0) * d;
         amx.Use(m0, m1);
+        next_head.Step(kNextLinesPerPair);
         if (out.in_place) {
           ValuesInPlace(a0, m0, m1, ldp, vp, slab, k0, k1, d, o0, stream, &ws.l[r0], rows - r0);
           continue;
