@@ -66,14 +66,21 @@ inline int EphemeralPortsStart() {
 
 // A port p with p and its cluster bus port p + 10000 both free, both below
 // the ephemeral range where the kernel can hand them to some connection
-// between this check and the server's bind.
-inline int FreeClusterPort() {
+// between this check and the server's bind, and neither among `taken` (the
+// ports and bus ports already given to this cluster's nodes, which may not
+// have bound them yet: a later node picking one of them failed to start).
+inline int FreeClusterPort(const std::vector<int>& taken = {}) {
   static std::mt19937 rng(std::random_device{}());
   const int top = EphemeralPortsStart() - 10000;  // p + 10000 stays below it
   const int lo = 10000, span = top - lo > 500 ? top - lo : 30000;
+  auto is_taken = [&taken](int q) {
+    for (int t : taken)
+      if (t == q) return true;
+    return false;
+  };
   for (int i = 0; i < 1000; ++i) {
     const int p = lo + static_cast<int>(rng() % span);
-    if (PortFree(p) && PortFree(p + 10000)) return p;
+    if (!is_taken(p) && !is_taken(p + 10000) && PortFree(p) && PortFree(p + 10000)) return p;
   }
   return -1;
 }
@@ -315,12 +322,15 @@ class RedisClusterProcess {
     if (mkdtemp(tmpl) == nullptr) return "mkdtemp failed";
     dir_ = tmpl;
     const int n = spec_.masters * (1 + spec_.replicas);
+    std::vector<int> taken;  // every port and bus port given out so far
     for (int i = 0; i < n; ++i) {
-      const int port = FreeClusterPort();
+      const int port = FreeClusterPort(taken);
       if (port < 0) return "no free port pair";
+      taken.insert(taken.end(), {port, port + 10000});
       const bool tls = !spec_.tls_dir.empty();
-      const int tls_port = tls ? FreeClusterPort() : -1;  // its bus port, + 10000, is free too
-      if (tls && (tls_port < 0 || tls_port == port)) return "no free port pair";
+      const int tls_port = tls ? FreeClusterPort(taken) : -1;  // its bus port, + 10000, is free too
+      if (tls && tls_port < 0) return "no free port pair";
+      if (tls) taken.insert(taken.end(), {tls_port, tls_port + 10000});
       std::vector<std::string> args = {
           "redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
           "--cluster-enabled", "yes", "--cluster-config-file", dir_ + "/nodes-" + std::to_string(port) + ".conf",
