@@ -210,23 +210,14 @@ void Scores(const uint16_t* a0, const uint16_t* a1, ptrdiff_t lda, int d, const 
   }
 }
 
-// o0 / o1 (rows ldo floats apart, d columns) += P . V over key steps
-// [k0, k1) (32 keys each): P rows a0 / a1 (BF16, ldp apart, indexed by key),
-// V in PackValues slabs.
+// The P . V key steps [k0, k1) of one column pair: tiles 0 / 1 (rows a0)
+// and 2 / 3 (rows a1, kTwo) accumulate P rows (BF16, sa bytes apart) times
+// the two V slabs b0 / b1 (PackValues layout, 32 keys per step).
 template <bool kTwo>
-void Values(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint16_t* vp,
-            ptrdiff_t slab, int k0, int k1, int d, float* o0, float* o1, ptrdiff_t ldo) {
-  const size_t sa = sizeof(uint16_t) * ldp, so = sizeof(float) * ldo;
+inline __attribute__((always_inline)) void ValueSteps(const uint16_t* a0, const uint16_t* a1,
+                                                      size_t sa, const uint16_t* b0,
+                                                      const uint16_t* b1, int k0, int k1) {
   constexpr ptrdiff_t kStep = kAmxKeyStep * kTileCols;  // values of a key step in a slab
-  for (int j = 0; j < d; j += 2 * kTileCols) {
-    _tile_loadd(0, o0 + j, so);
-    _tile_loadd(1, o0 + j + kTileCols, so);
-    if (kTwo) {
-      _tile_loadd(2, o1 + j, so);
-      _tile_loadd(3, o1 + j + kTileCols, so);
-    }
-    const uint16_t* b0 = vp + (j / kTileCols) * slab;
-    const uint16_t* b1 = b0 + slab;
     for (int ks = k0; ks < k1; ++ks) {
       _tile_loadd(4, a0 + kAmxKeyStep * ks, sa);
       _tile_loadd(6, b0 + kStep * ks, 64);
@@ -239,6 +230,25 @@ void Values(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint16_
         _tile_dpbf16ps(3, 5, 7);
       }
     }
+}
+
+// o0 / o1 (rows ldo floats apart, d columns) += P . V over key steps
+// [k0, k1) (32 keys each): P rows a0 / a1 (BF16, ldp apart, indexed by key),
+// V in PackValues slabs.
+template <bool kTwo>
+void Values(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint16_t* vp,
+            ptrdiff_t slab, int k0, int k1, int d, float* o0, float* o1, ptrdiff_t ldo) {
+  const size_t sa = sizeof(uint16_t) * ldp, so = sizeof(float) * ldo;
+  for (int j = 0; j < d; j += 2 * kTileCols) {
+    _tile_loadd(0, o0 + j, so);
+    _tile_loadd(1, o0 + j + kTileCols, so);
+    if (kTwo) {
+      _tile_loadd(2, o1 + j, so);
+      _tile_loadd(3, o1 + j + kTileCols, so);
+    }
+    const uint16_t* b0 = vp + (j / kTileCols) * slab;
+    const uint16_t* b1 = b0 + slab;
+    ValueSteps<kTwo>(a0, a1, sa, b0, b1, k0, k1);
     _tile_stored(0, o0 + j, so);
     _tile_stored(1, o0 + j + kTileCols, so);
     if (kTwo) {
@@ -265,7 +275,6 @@ void ValuesOut(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint
                ptrdiff_t slab, int k0, int k1, int d, float* o0, float* o1, ptrdiff_t ldo,
                int m0, int m1, const float* l, int mu) {
   const size_t sa = sizeof(uint16_t) * ldp;
-  constexpr ptrdiff_t kStep = kAmxKeyStep * kTileCols;
   float inv[2 * kAmxRows];
   for (int i = 0; i < m0 + m1; ++i) inv[i] = l[i] != 0.0f ? 1.0f / l[i] : 0.0f;
   alignas(64) float c[4][kAmxRows * kTileCols];
@@ -320,18 +329,7 @@ void ValuesOut(const uint16_t* a0, const uint16_t* a1, ptrdiff_t ldp, const uint
     }
     const uint16_t* b0 = vp + (j / kTileCols) * slab;
     const uint16_t* b1 = b0 + slab;
-    for (int ks = k0; ks < k1; ++ks) {
-      _tile_loadd(4, a0 + kAmxKeyStep * ks, sa);
-      _tile_loadd(6, b0 + kStep * ks, 64);
-      _tile_loadd(7, b1 + kStep * ks, 64);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      if (kTwo) {
-        _tile_loadd(5, a1 + kAmxKeyStep * ks, sa);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-    }
+    ValueSteps<kTwo>(a0, a1, sa, b0, b1, k0, k1);
     _tile_stored(0, c[0], 64);
     _tile_stored(1, c[1], 64);
     if (kTwo) {
