@@ -6,9 +6,10 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/merge_cpu.h"
 #include "backend/cpu/rope_cpu.h"
-#ifdef SWACACHE_HAVE_CUDA
+// Defined by the CUDA backend (src/backend/cuda/), or in a build without it by
+// src/backend/no_cuda.cc, whose entry points answer UNIMPLEMENTED: this file
+// compiles the same either way (one ccache entry for CPU-only and CUDA trees).
 #include "backend/cuda/cuda_backend.h"
-#endif
 
 namespace swa {
 
@@ -18,37 +19,20 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(BackendKind kind, int devic
     case BackendKind::kCpu:
       return cpu::MakeCpuBackend(num_threads);
     case BackendKind::kCuda:
-#ifdef SWACACHE_HAVE_CUDA
       return cuda::MakeCudaBackend(device);
-#else
-      return absl::UnimplementedError(
-          "backend = SWA_BACKEND_CUDA: this build of the library has no CUDA backend");
-#endif
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("backend = %d is not a backend kind", static_cast<int>(kind)));
 }
 
-bool CudaDeviceAvailable() {
-#ifdef SWACACHE_HAVE_CUDA
-  return cuda::DeviceAvailable();
-#else
-  return false;
-#endif
-}
+bool CudaDeviceAvailable() { return cuda::DeviceAvailable(); }
 
 absl::Status MergeWithoutCache(int device, const MergeWork& work) {
   if (device < 0) {
     cpu::MergeCpu(work, /*pool=*/nullptr);
     return absl::OkStatus();
   }
-#ifdef SWACACHE_HAVE_CUDA
   return cuda::MergeOnDevice(device, work);
-#else
-  return absl::UnimplementedError(absl::StrFormat(
-      "device = %d: this build of the library has no CUDA backend (-1 merges host memory)",
-      device));
-#endif
 }
 
 absl::Status RopeApply(int device, const RopeWork& work) {
@@ -56,13 +40,7 @@ absl::Status RopeApply(int device, const RopeWork& work) {
     cpu::RopeApplyCpu(work);
     return absl::OkStatus();
   }
-#ifdef SWACACHE_HAVE_CUDA
   return cuda::RopeApplyOnDevice(device, work);
-#else
-  return absl::UnimplementedError(absl::StrFormat(
-      "device = %d: this build of the library has no CUDA backend (-1 rotates host memory)",
-      device));
-#endif
 }
 
 const char* CpuAttentionPathName(Dtype q_dtype) {

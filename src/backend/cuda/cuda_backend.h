@@ -1,5 +1,7 @@
 // The CUDA backend's entry points for code that is compiled without CUDA
-// headers (the backend factory, benchmarks). Only present in builds with SWACACHE_HAVE_CUDA.
+// headers (the backend factory, benchmarks). Defined by src/backend/cuda/ in a
+// build with the CUDA backend (SWACACHE_CUDA=ON), else by src/backend/no_cuda.cc,
+// whose functions answer UNIMPLEMENTED (DeviceAvailable: false).
 #pragma once
 
 #include <memory>
