@@ -7,7 +7,9 @@
 # unset; the only variables set are the README's own: LIBSWACACHE (the
 # checkout) and LIBSWACACHE_BUILD (its build folder). QUICKSTART_CARGO_TARGET_DIR,
 # when given, becomes CARGO_TARGET_DIR (the ctest keeps cargo's build folder in
-# the build tree, for the compiler cache).
+# the build tree), and QUICKSTART_SWACACHE_CMAKE_BUILD_DIR becomes
+# SWACACHE_CMAKE_BUILD_DIR (the folder where the crate's build.rs runs CMake,
+# placed by the ctest for the compiler cache: bindings/CMakeLists.txt).
 # Usage: quickstart.sh README REPO_ROOT BUILD_DIR [TOOL...]
 #   TOOL: programs that must be on PATH, else the test prints SKIP and passes.
 set -euo pipefail
@@ -43,6 +45,8 @@ cd "$work/home"
 for v in $(env | sed -n 's/^\(SWACACHE_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 unset LD_LIBRARY_PATH CARGO_TARGET_DIR PIP_REQUIRE_VIRTUALENV VIRTUAL_ENV
 [ -n "${QUICKSTART_CARGO_TARGET_DIR:-}" ] && export CARGO_TARGET_DIR="$QUICKSTART_CARGO_TARGET_DIR"
+[ -n "${QUICKSTART_SWACACHE_CMAKE_BUILD_DIR:-}" ] &&
+  export SWACACHE_CMAKE_BUILD_DIR="$QUICKSTART_SWACACHE_CMAKE_BUILD_DIR"
 start=$(date +%s)
 LIBSWACACHE="$repo" LIBSWACACHE_BUILD="$build" bash -euo pipefail -x "$script"
 echo "quickstart $name: OK in $(( $(date +%s) - start )) s"

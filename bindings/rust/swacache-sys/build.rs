@@ -7,7 +7,10 @@
 //!    (CPU backend, Release, no tests, benchmarks or tool) into `OUT_DIR`, and
 //!    links it together with the system libraries it needs (Abseil, hiredis,
 //!    libstdc++, named by the build's `swacache-uninstalled.pc`), so that a
-//!    dependent binary runs with no `LD_LIBRARY_PATH`.
+//!    dependent binary runs with no `LD_LIBRARY_PATH`. `SWACACHE_CMAKE_BUILD_DIR`
+//!    names another CMake build folder than `OUT_DIR/libswacache` (the
+//!    quick-start ctest puts it where the compiler cache hits the main tree's
+//!    objects).
 //! 3. Otherwise: `pkg-config swacache` (an installed `swacache.pc`).
 use std::env;
 use std::path::{Path, PathBuf};
@@ -114,7 +117,10 @@ fn bundled() {
     for part in ["CMakeLists.txt", "include", "src", "kernels", "cmake"] {
         println!("cargo:rerun-if-changed={}", root.join(part).display());
     }
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it")).join("libswacache");
+    let out = match env::var_os("SWACACHE_CMAKE_BUILD_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it")).join("libswacache"),
+    };
     let cmake = env::var_os("CMAKE").unwrap_or_else(|| "cmake".into());
     let mut configure = Command::new(&cmake);
     configure.arg("-S").arg(&root).arg("-B").arg(&out).args([
@@ -159,6 +165,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=SWACACHE_LIB_DIR");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
     println!("cargo:rerun-if-env-changed=CMAKE");
+    println!("cargo:rerun-if-env-changed=SWACACHE_CMAKE_BUILD_DIR");
     println!("cargo:rerun-if-changed=build.rs");
     if let Some(dir) = env::var_os("SWACACHE_LIB_DIR") {
         from_lib_dir(PathBuf::from(dir));
