@@ -5,6 +5,12 @@
 // new), and when the forced path is the best one this CPU has: the library
 // chooses it unforced too, so the binary's plain run (no SWACACHE_ATTENTION)
 // already ran exactly these kernels (docs/cpu_attention.md, "Paths").
+// Binaries registered once per AVX-512 register tiling (SWACACHE_ATTENTION=
+// avx512 with SWACACHE_AVX512_TILES=16|32) skip likewise without AVX-512 F,
+// and when the forced tiling is this CPU's default one (Mx32 on Intel, Mx16
+// elsewhere: Avx512WideTiles() in src/backend/cpu/attention.cc), which the
+// binary's runs without SWACACHE_AVX512_TILES already took; the other tiling
+// runs even where AVX-512 is the best path.
 #pragma once
 
 #include <cstdlib>
@@ -63,6 +69,18 @@ inline std::string ForcedAttentionPathMissing() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   const bool intel = __get_cpuid(0, &a, &b, &c, &d) != 0 && b == 0x756e6547u &&
                      d == 0x49656e69u && c == 0x6c65746eu;
+  // A forced register tiling of the FP32 AVX-512 kernels (the library reads
+  // only "16" and "32"; anything else leaves its default).
+  const char* tiles_env = std::getenv("SWACACHE_AVX512_TILES");
+  const std::string tiles = tiles_env != nullptr ? tiles_env : "";
+  if (tiles == "16" || tiles == "32") {
+    if (!avx512) return "SWACACHE_AVX512_TILES=" + tiles + " but this CPU has no AVX-512 F";
+    const std::string default_tiles = intel ? "32" : "16";
+    if (tiles == default_tiles)
+      return "SWACACHE_AVX512_TILES=" + tiles + " is this CPU's default AVX-512 tiling, which the runs "
+             "of this binary without SWACACHE_AVX512_TILES tested";
+    return "";  // the other tiling: no other run of the binary takes it
+  }
   const std::string best = amx                ? "amx"
                            : bf16 && !intel   ? "bf16"
                            : avx512           ? "avx512"

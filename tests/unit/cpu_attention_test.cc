@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "api/forced_attention_path.h"
@@ -381,6 +383,26 @@ TEST(CpuAttention, EmptyRangeYieldsZero) {
   }
 }
 
+// The tests below name their kernels (an AttentionIsa other than kAuto, or a
+// kernel table): SWACACHE_ATTENTION does not change what they run, so in the
+// binary's forced runs (tests/CMakeLists.txt) they would repeat the unforced
+// run's check. The AVX-512 ones take the FP32 register tiling, which
+// SWACACHE_AVX512_TILES does change: they run in the tiling runs.
+std::string SameAsTheUnforcedRun(bool takes_the_tiling) {
+  const char* path = std::getenv("SWACACHE_ATTENTION");
+  if (path == nullptr || *path == '\0') return "";
+  const char* tiles = std::getenv("SWACACHE_AVX512_TILES");
+  if (takes_the_tiling && tiles != nullptr && *tiles != '\0') return "";
+  return std::string("names its kernels, which SWACACHE_ATTENTION=") + path +
+         " does not change: the unforced run of this binary checked them";
+}
+
+#define SWA_SKIP_IF_SAME_AS_UNFORCED(takes_the_tiling)                  \
+  do {                                                                   \
+    const std::string why = SameAsTheUnforcedRun(takes_the_tiling);      \
+    if (!why.empty()) GTEST_SKIP() << why;                               \
+  } while (0)
+
 // Each SIMD set against the portable kernels on the same problems.
 void ExpectIsaMatchesPortable(AttentionIsa isa) {
   ThreadPool pool3(3);
@@ -406,17 +428,20 @@ void ExpectIsaMatchesPortable(AttentionIsa isa) {
 }
 
 TEST(CpuAttention, Avx2MatchesPortable) {
+  SWA_SKIP_IF_SAME_AS_UNFORCED(false);
   if (!Avx2KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX2/FMA (or the build has no x86 path)";
   ExpectIsaMatchesPortable(AttentionIsa::kAvx2);
 }
 
 TEST(CpuAttention, Avx512MatchesPortable) {
+  SWA_SKIP_IF_SAME_AS_UNFORCED(true);
   if (!Avx512KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 F (or the build has no x86-64 path)";
   ExpectIsaMatchesPortable(AttentionIsa::kAvx512);
 }
 
 // The AVX-512 set against the FP64 reference directly.
 TEST(CpuAttention, Avx512MatchesDenseReference) {
+  SWA_SKIP_IF_SAME_AS_UNFORCED(true);
   if (!Avx512KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 F";
   Batch b = MakeBatch({64, 8, 64, true, false}, 131);
   std::mt19937 rng(132);
@@ -429,6 +454,7 @@ TEST(CpuAttention, Avx512MatchesDenseReference) {
 // The 8-column score kernel (edge K^T panels) gives each half of the 16-column
 // kernel's result bit for bit: the same FMAs in the same order per lane.
 TEST(CpuAttention, Avx512HalfGemmMatchesFullGemm) {
+  SWA_SKIP_IF_SAME_AS_UNFORCED(false);  // the Mx16 table itself, whatever the tiling
   if (!Avx512KernelsAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 F";
   const AttentionKernels& kn = *Avx512AttentionKernels();
   ASSERT_NE(kn.gemm_half, nullptr);
@@ -463,6 +489,7 @@ TEST(CpuAttention, Avx512HalfGemmMatchesFullGemm) {
 }
 
 TEST(CpuAttention, PortablePathMatchesDenseReference) {
+  SWA_SKIP_IF_SAME_AS_UNFORCED(false);
   Batch b = MakeBatch({64, 8, 64, true, false}, 111);
   std::mt19937 rng(112);
   b.problems.push_back(Banded(b.shape, 300, 6, 128, 0, rng));
