@@ -221,6 +221,19 @@ long ResidentKiB() {
   return 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SWA_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SWA_TEST_ASAN 1
+#endif
+#endif
+#ifdef SWA_TEST_ASAN
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+
 // Memory is max_slots * slot_bytes whatever the sequence length: nothing the
 // library keeps grows with the number of tokens.
 TEST(StepMemory, CappedWhateverTheLength) {
@@ -232,7 +245,12 @@ TEST(StepMemory, CappedWhateverTheLength) {
   ASSERT_EQ(swa_cache_stats(h.cache(), &st0), SWA_OK);
   std::vector<float> q(3 * 8 * 64, 0.5f), kv(3 * 64, 0.25f), out(3 * 8 * 64);
   long rss_after_warmup = 0;
-  for (int32_t p = 0; p < 30000; p += 3) {
+  // Under ASan the resident-memory check below is off and what is left (the
+  // pool and the counters) holds after any number of steps: 3,000 tokens wrap
+  // the 16-token window about 190 times; the plain trees take 30,000. 10,000
+  // steps were 5 s per run of this binary in the ASan suite.
+  const int32_t n_tokens = kAsan ? 3000 : 30000;
+  for (int32_t p = 0; p < n_tokens; p += 3) {
     swa_seq_t s = {slot, 3, p + 3, 0};
     ASSERT_EQ(swa_plan_build(h.plan(), &s, 1), SWA_OK) << swa_last_error();
     swa_step_args_t a;
@@ -251,15 +269,8 @@ TEST(StepMemory, CappedWhateverTheLength) {
   lay.struct_size = sizeof lay;
   ASSERT_EQ(swa_cache_layout(h.cache(), &lay), SWA_OK);
   EXPECT_EQ(st.pool_bytes, uint64_t{lay.max_slots} * lay.slot_bytes);
-  EXPECT_EQ(st.tokens, 30000u);
-  EXPECT_EQ(st.steps, 10000u);
-#if defined(__SANITIZE_ADDRESS__)
-#define SWA_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SWA_TEST_ASAN 1
-#endif
-#endif
+  EXPECT_EQ(st.tokens, uint64_t(n_tokens));
+  EXPECT_EQ(st.steps, uint64_t(n_tokens / 3));
 #ifndef SWA_TEST_ASAN
   // (Under ASan freed memory waits in a quarantine, so resident memory grows
   // whatever the library does; the pool and counters above still hold.)

@@ -34,6 +34,18 @@ using testing::AdminReply;
 using testing::ClusterSpec;
 using testing::RedisClusterProcess;
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
 // A self-checking value: version, key hash, then bytes derived from both.
 std::string MakeValue(const std::string& key, uint64_t version, size_t size) {
   std::string v(std::max<size_t>(size, 16), '\0');
@@ -153,12 +165,28 @@ TEST_F(RedisClusterTest, RoundTripOverEverySlotThroughTheCTable) {
   auto* store = dynamic_cast<RedisClusterStore*>(capi::StoreFromTable(t));
   ASSERT_NE(store, nullptr);
   const auto& tags = TagPerSlot();
+  // Under a sanitizer every 16th slot and the first and last slot of each
+  // master's range: the client runs the same code for every slot (the key's
+  // hash, the map's entry, that master's connection), which the plain trees
+  // check slot by slot; there 32,768 loopback round trips were 8 s of the
+  // ASan suite and checked no further memory access.
+  std::vector<bool> take(kClusterSlots, true);
+  if (kSanitizerBuild) {
+    for (uint32_t s = 0; s < kClusterSlots; ++s) {
+      const bool first = s == 0 || store->MasterOf(s) != store->MasterOf(s - 1);
+      const bool last = s + 1 == kClusterSlots || store->MasterOf(s) != store->MasterOf(s + 1);
+      take[s] = s % 16 == 0 || first || last;
+    }
+  }
   std::mt19937_64 rng(2);
   for (uint32_t s = 0; s < kClusterSlots; ++s) {
     const std::string key = tags[s] + "k";
-    ASSERT_TRUE(PutString(*store, key, MakeValue(key, s, 16 + rng() % 300)).ok()) << s;
+    const size_t size = 16 + rng() % 300;  // drawn for every slot: the same sizes in every tree
+    if (!take[s]) continue;
+    ASSERT_TRUE(PutString(*store, key, MakeValue(key, s, size)).ok()) << s;
   }
   for (uint32_t s = 0; s < kClusterSlots; ++s) {
+    if (!take[s]) continue;
     const std::string key = tags[s] + "k";
     absl::StatusOr<std::string> v = GetString(*store, key);
     ASSERT_TRUE(v.ok()) << s << ": " << v.status();
