@@ -7,7 +7,10 @@
 #                      fuzz.sh so that both reuse one tree; line tables only
 #                      (-gline-tables-only: every report's stack has files,
 #                      lines and inlined frames; full debug info cost about a
-#                      tenth of the tree's compile time)
+#                      tenth of the tree's compile time); the library's
+#                      precompiled header on (SWACACHE_LIB_PCH, cmake/pch.cmake:
+#                      off in the main tree, whose objects the quick starts
+#                      share through ccache)
 # The cache lives outside the repository ($CCACHE_DIR, default ~/.cache/ccache)
 # so that a later run on the same machine, from any clone, reuses it: paths
 # under the repository are hashed relative to its root (CCACHE_BASEDIR) and
@@ -34,4 +37,4 @@ SWA_ASAN_ARGS=(-G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -D
                -DSWACACHE_TESTS=ON -DSWACACHE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
                -DCMAKE_C_FLAGS_DEBUG="-gline-tables-only -O1"
                -DCMAKE_CXX_FLAGS_DEBUG="-gline-tables-only -O1"
-               -DSWACACHE_ASAN=ON -DSWACACHE_FUZZ=ON "${SWA_LAUNCHER_ARGS[@]}")
+               -DSWACACHE_ASAN=ON -DSWACACHE_FUZZ=ON -DSWACACHE_LIB_PCH=ON "${SWA_LAUNCHER_ARGS[@]}")

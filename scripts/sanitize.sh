@@ -73,7 +73,7 @@ run_asan() {
 run_tsan() {
   t0=$(date +%s)
   configure build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-gline-tables-only -O1" \
-    -DCMAKE_CXX_FLAGS_DEBUG="-gline-tables-only -O1" -DSWACACHE_TSAN=ON
+    -DCMAKE_CXX_FLAGS_DEBUG="-gline-tables-only -O1" -DSWACACHE_TSAN=ON -DSWACACHE_LIB_PCH=ON
   cmake --build build-tsan -j "$jobs" --target "${SWA_TSAN_TESTS[@]}"
   stamp "tsan build"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan/tsan.supp"
