@@ -160,7 +160,8 @@ int main() {
       {"memcpy", [&] { std::memcpy(copy_dst.data(), cache->slot_base(src), stored); }, 0},
       {"GET via hiredis reply + copy (before)",
        [&] {
-         absl::StatusOr<swa::RedisReply> r = pool.Run({"GET", full}, absl::Seconds(5));
+         const swa::RedisReplyLimits bulk{blob_bytes + 64, 0, 0};  // the blob and its framing
+         absl::StatusOr<swa::RedisReply> r = pool.Run({"GET", full}, absl::Seconds(5), bulk);
          if (!r.ok() || (*r)->len != blob_bytes) std::abort();
          swa::ScatterFrom(reinterpret_cast<const uint8_t*>((*r)->str), whole);
        },

@@ -35,16 +35,17 @@ class RedisNode {
                                .readonly = readonly,
                                .max_idle = max_idle}) {}
 
-  // RedisConnectionPool::Run: the reply, error replies included (the caller
-  // reads MOVED/ASK/...); failures name the node.
+  // RedisConnectionPool::Run: the reply, read within `limits`, error replies
+  // included (the caller reads MOVED/ASK/...); failures name the node.
   absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, bool asking,
-                                 absl::Duration timeout) {
-    return pool_.Run(args, timeout, asking);
+                                 absl::Duration timeout, const RedisReplyLimits& limits) {
+    return pool_.Run(args, timeout, limits, asking);
   }
 
-  // Sends `args` (ASKING first when `asking`: its reply is read, bounded as
-  // RedisConnection::ReadBulkInto reads, before the command is sent, and an
-  // error reply to it is returned without sending the command) and lets `read` read the reply: a reply it returns (an error
+  // Sends `args` (ASKING first when `asking`: its reply is read, within
+  // kRedisShortReply, before the command is sent, and an error reply to it
+  // is returned without sending the command) and lets `read` read the
+  // reply: a reply it returns (an error
   // reply, e.g. MOVED), or null when it took the reply itself (the streaming
   // GET). The connection goes back to the pool only when `read` succeeds
   // (RedisConnectionPool::RunWith); failures name the node.
@@ -56,15 +57,14 @@ class RedisNode {
     absl::Status s =
         pool_.RunWith(asking ? asking_args : args, timeout, [&](RedisConnection& c) -> absl::Status {
           if (asking) {
-            // Read with ReadBulkInto's bounds (no array, at most 1 MiB): the
-            // reply is +OK or an error reply, never a bulk string or nil.
-            absl::StatusOr<RedisConnection::BulkRead> ok = c.ReadBulkInto("ASKING", timeout, {}, nullptr);
+            // +OK or an error reply, never a bulk string or nil.
+            absl::StatusOr<RedisReply> ok = c.Read("ASKING", timeout, kRedisShortReply);
             if (!ok.ok()) return ok.status();
-            if (ok->kind != RedisConnection::BulkRead::kOther)
+            if ((*ok)->type == REDIS_REPLY_STRING || (*ok)->type == REDIS_REPLY_NIL)
               return absl::UnavailableError(
                   absl::StrCat(name(), ": ASKING: protocol error: a bulk string or nil reply"));
-            if (ok->other->type == REDIS_REPLY_ERROR) {  // refused: the command is not sent
-              out = std::move(ok->other);
+            if ((*ok)->type == REDIS_REPLY_ERROR) {  // refused: the command is not sent
+              out = std::move(*ok);
               return absl::OkStatus();
             }
             if (absl::Status sent = c.Send({args}, timeout); !sent.ok()) return sent;
@@ -79,10 +79,11 @@ class RedisNode {
   }
 
   // RedisConnectionPool::RunPipeline: every command sent before any reply is
-  // read (one round trip); failures name the node.
+  // read (one round trip), each reply within `limits`; failures name the node.
   absl::StatusOr<std::vector<RedisReply>> RunPipeline(
-      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout) {
-    return pool_.RunPipeline(commands, timeout);
+      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout,
+      const RedisReplyLimits& limits) {
+    return pool_.RunPipeline(commands, timeout, limits);
   }
   // Closes every idle connection (after the node failed once, the others are
   // likely dead too).

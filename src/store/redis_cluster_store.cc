@@ -87,7 +87,8 @@ std::shared_ptr<RedisNode> RedisClusterStore::NodeFor(const ClusterNodeAddress& 
 
 absl::StatusOr<std::shared_ptr<RedisClusterStore::SlotMap>> RedisClusterStore::LoadMap(
     RedisNode& node, absl::Duration timeout) {
-  absl::StatusOr<RedisReply> r = node.Run({"CLUSTER", "SLOTS"}, false, timeout);
+  absl::StatusOr<RedisReply> r =
+      node.Run({"CLUSTER", "SLOTS"}, false, timeout, kRedisClusterSlotsReply);
   if (!r.ok()) return r.status();
   const redisReply& top = **r;
   const std::string& where = node.name();
@@ -182,10 +183,13 @@ absl::Status RedisClusterStore::RefreshIfStale(uint64_t seen_version, absl::Time
 
 absl::StatusOr<RedisReply> RedisClusterStore::Execute(std::string_view key,
                                                       const std::vector<std::string_view>& args,
-                                                      Access access) {
+                                                      Access access,
+                                                      const RedisReplyLimits& limits) {
   return ExecuteWith(
       key, args, access,
-      [&](RedisNode& node, bool asking, absl::Duration left) { return node.Run(args, asking, left); },
+      [&](RedisNode& node, bool asking, absl::Duration left) {
+        return node.Run(args, asking, left, limits);
+      },
       nullptr);
 }
 
@@ -288,7 +292,7 @@ absl::Status RedisClusterStore::Put(std::string_view key, absl::Span<const Const
   std::string joined, ttl;
   const std::vector<std::string_view> args =
       BlobSetCommand(key, pieces, options_.ttl_seconds, &joined, &ttl);
-  return Execute(key, args, Access::kWrite).status();
+  return Execute(key, args, Access::kWrite, kRedisShortReply).status();  // +OK
 }
 
 absl::StatusOr<uint64_t> RedisClusterStore::Get(std::string_view key,
@@ -337,7 +341,8 @@ absl::StatusOr<uint64_t> RedisClusterStore::GetStreaming(
 }
 
 absl::StatusOr<bool> RedisClusterStore::Exists(std::string_view key) {
-  absl::StatusOr<RedisReply> r = Execute(key, {"EXISTS", key}, Access::kRead);
+  absl::StatusOr<RedisReply> r =
+      Execute(key, {"EXISTS", key}, Access::kRead, kRedisShortReply);  // :0 or :1
   if (!r.ok()) return r.status();
   if ((*r)->type != REDIS_REPLY_INTEGER)
     return absl::UnknownError(absl::StrFormat("redis cluster store EXISTS: unexpected reply type %d", (*r)->type));
@@ -361,7 +366,7 @@ absl::StatusOr<int64_t> RedisClusterStore::FirstPresent(absl::Span<const std::st
     commands.reserve(by_shard[s].size());
     for (size_t i : by_shard[s]) commands.push_back({"EXISTS", keys[i]});
     absl::StatusOr<std::vector<RedisReply>> replies =
-        map->shards[s].master->RunPipeline(commands, timeout);
+        map->shards[s].master->RunPipeline(commands, timeout, kRedisShortReply);  // :0 or :1 each
     if (!replies.ok()) continue;  // these keys take the per-key path below
     for (size_t j = 0; j < replies->size(); ++j) {
       const redisReply& r = *(*replies)[j];
@@ -383,7 +388,8 @@ absl::StatusOr<int64_t> RedisClusterStore::FirstPresent(absl::Span<const std::st
 }
 
 absl::Status RedisClusterStore::Remove(std::string_view key) {
-  absl::StatusOr<RedisReply> r = Execute(key, {"DEL", key}, Access::kWrite);
+  absl::StatusOr<RedisReply> r =
+      Execute(key, {"DEL", key}, Access::kWrite, kRedisShortReply);  // :0 or :1
   if (!r.ok()) return r.status();
   if ((*r)->type != REDIS_REPLY_INTEGER)
     return absl::UnknownError(absl::StrFormat("redis cluster store DEL: unexpected reply type %d", (*r)->type));

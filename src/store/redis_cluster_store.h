@@ -23,6 +23,37 @@
 
 namespace swa {
 
+// The bounds of CLUSTER SLOTS's reply (RedisClusterStore's map loads), sized
+// for the largest map this client takes:
+// all 16384 slots in ranges of one slot each, every range served by a master
+// and 5 replicas, every node entry at its longest in Redis 7's form: a
+// 255-byte hostname as the endpoint, the port, the 40-character node id, and
+// the networking metadata "ip" (a 45-character IPv6 address) and "hostname"
+// (255 bytes again). In RESP2 bytes:
+//   node entry: "*4\r\n" 4 + "$255\r\n<255>\r\n" 263 + ":65535\r\n" 8 +
+//     "$40\r\n<40>\r\n" 47 + metadata "*4\r\n" 4 + "$2\r\nip\r\n" 8 +
+//     "$45\r\n<45>\r\n" 52 + "$8\r\nhostname\r\n" 14 + 263 = 663 bytes,
+//     8 elements (4 + 4);
+//   range: "*8\r\n" 4 + two ":16383\r\n" 16 + 6 node entries = 3998 bytes,
+//     2 + 6 + 6 * 8 = 56 elements;
+//   reply: "*16384\r\n" 8 + 16384 ranges = 65,503,240 bytes (62.5 MiB),
+//     16384 + 16384 * 56 = 933,888 elements, arrays 4 deep (reply, range,
+//     node, metadata).
+// A real cluster's map is far smaller (its ranges are few unless slots are
+// scattered one by one); the bounds are 64 MiB, 2^20 elements and depth 4.
+inline constexpr size_t kRedisSlotsNodeEntryBytes = 4 + 263 + 8 + 47 + 4 + 8 + 52 + 14 + 263;
+inline constexpr size_t kRedisSlotsNodesPerRange = 6;
+inline constexpr size_t kRedisSlotsRangeBytes =
+    4 + 16 + kRedisSlotsNodesPerRange * kRedisSlotsNodeEntryBytes;
+inline constexpr size_t kRedisSlotsReplyBytes = 8 + kClusterSlots * kRedisSlotsRangeBytes;
+inline constexpr uint64_t kRedisSlotsReplyElements =
+    kClusterSlots + uint64_t{kClusterSlots} * (2 + kRedisSlotsNodesPerRange * (1 + 8));
+inline constexpr RedisReplyLimits kRedisClusterSlotsReply{64u << 20, 1u << 20, 4};
+static_assert(kRedisSlotsNodeEntryBytes == 663 && kRedisSlotsReplyBytes == 65503240 &&
+              kRedisSlotsReplyElements == 933888);
+static_assert(kRedisSlotsReplyBytes <= kRedisClusterSlotsReply.max_bytes &&
+              kRedisSlotsReplyElements <= kRedisClusterSlotsReply.max_elements);
+
 struct RedisClusterOptions {
   std::vector<ClusterNodeAddress> seeds;
   std::string username;               // non-empty: AUTH username password (an ACL user)
@@ -91,9 +122,10 @@ class RedisClusterStore final : public KvStore {
   RedisClusterStore(RedisClusterOptions options, std::shared_ptr<const RedisTlsContext> tls)
       : options_(std::move(options)), tls_(std::move(tls)) {}
 
-  // Runs one single-key command with routing, redirects and retries.
+  // Runs one single-key command with routing, redirects and retries, each
+  // reply read within `limits`.
   absl::StatusOr<RedisReply> Execute(std::string_view key, const std::vector<std::string_view>& args,
-                                     Access access);
+                                     Access access, const RedisReplyLimits& limits);
   // Execute with each attempt run by `run(node, asking, time left)`: a
   // reply (error replies included) or null when it took the reply itself
   // (returned as is). A failed attempt is retried unless `*final` (when set)

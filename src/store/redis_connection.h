@@ -1,9 +1,11 @@
 // One connection to a Redis server, plain TCP or TLS, on our own socket:
 // commands are encoded with hiredis's redisFormatCommandArgv and replies
-// parsed with its redisReader (read.h), so the two transports behave the same
+// parsed with its redisReader (read.h) within the bounds each call names
+// (store/redis_reply_reader.h), so the two transports behave the same
 // (timeouts, error statuses). TLS is OpenSSL's SSL API over a non-blocking
 // socket (store/redis_tls.h). Not thread-safe: one user at a time (the pool
-// hands it out).
+// hands it out). The transport is redis_connection.cc, the reading of
+// replies redis_connection_read.cc.
 #pragma once
 
 #include <cstdint>
@@ -17,18 +19,12 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "store/kv_store.h"
+#include "store/redis_reply_reader.h"
 #include "store/redis_tls.h"
 
-struct redisReply;
-struct redisReader;
 struct ssl_st;
 
 namespace swa {
-
-struct RedisReplyDeleter {
-  void operator()(redisReply* r) const;
-};
-using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
 
 class RedisConnection {
  public:
@@ -49,10 +45,14 @@ class RedisConnection {
   // `timeout`; messages name the first command.
   absl::Status Send(absl::Span<const std::vector<std::string_view>> commands,
                     absl::Duration timeout);
-  // Reads the next reply (error replies are replies) within `timeout`.
-  // UNAVAILABLE when the server closes the connection or TLS fails mid-stream,
-  // DEADLINE_EXCEEDED on a timeout; the connection is unusable after either.
-  absl::StatusOr<RedisReply> Read(std::string_view what, absl::Duration timeout);
+  // Reads the next reply (error replies are replies) within `timeout` and
+  // `limits` (those of the command `what`: RedisReplyLimits). UNAVAILABLE
+  // when the server closes the connection or TLS fails mid-stream, and a
+  // protocol error for a reply hiredis cannot parse or one past `limits`
+  // (naming the bytes, the element count or the depth); DEADLINE_EXCEEDED on
+  // a timeout. The connection is unusable after any of them.
+  absl::StatusOr<RedisReply> Read(std::string_view what, absl::Duration timeout,
+                                  const RedisReplyLimits& limits);
 
   // The next reply, read without hiredis when it is a bulk string: one of
   // exactly TotalBytes(pieces) bytes goes straight from the socket into the
@@ -77,7 +77,7 @@ class RedisConnection {
 
   // Send of one command, then Read.
   absl::StatusOr<RedisReply> Command(const std::vector<std::string_view>& args,
-                                     absl::Duration timeout);
+                                     absl::Duration timeout, const RedisReplyLimits& limits);
 
   bool tls() const { return ssl_ != nullptr; }
 
@@ -90,14 +90,13 @@ class RedisConnection {
 
  private:
   RedisConnection(int fd, std::string name);
-  // Read, failing (UNAVAILABLE, protocol error) once more than `limit`
-  // bytes are buffered without a whole reply.
-  absl::StatusOr<RedisReply> ReadAtMost(std::string_view what, absl::Duration timeout,
-                                        size_t limit);
   // Receives 1 ... cap bytes into dst (TLS or plain), waiting until
   // `deadline`; errors as Read's.
   absl::StatusOr<size_t> Receive(uint8_t* dst, size_t cap, std::string_view what,
                                  absl::Duration timeout, absl::Time deadline);
+  // True when a read would not wait: bytes (or a close) on the socket, or
+  // decrypted bytes in OpenSSL's buffer.
+  bool ReadableNow() const;
   // Waits until fd_ is readable (or writable) or `deadline`: false on timeout.
   bool Wait(bool write, absl::Time deadline) const;
   absl::Status Handshake(std::shared_ptr<const RedisTlsContext> tls, const std::string& host,
@@ -112,7 +111,7 @@ class RedisConnection {
   int fd_;
   ssl_st* ssl_ = nullptr;
   std::shared_ptr<const RedisTlsContext> tls_;  // keeps the SSL_CTX alive
-  redisReader* reader_ = nullptr;
+  RedisReplyReader reader_;
   std::string name_;
   std::string server_name_;  // the name verified (TLS)
   uint64_t replies_read_ = 0;

@@ -55,7 +55,8 @@ absl::StatusOr<RedisConnectionPool::Connection> RedisConnectionPool::Connect(
   Connection c = std::move(*opened);
   auto setup = [&](const std::vector<std::string_view>& args,
                    std::string_view shown) -> absl::Status {
-    absl::StatusOr<RedisReply> r = c->Command(args, timeout);
+    // AUTH, SELECT, READONLY, PING: +OK, +PONG or an error reply.
+    absl::StatusOr<RedisReply> r = c->Command(args, timeout, kRedisShortReply);
     if (!r.ok()) return r.status();
     if ((*r)->type != REDIS_REPLY_ERROR) return absl::OkStatus();
     absl::Status s = ErrorReplyStatus(ReplyText(**r), absl::StrFormat("%s: %s", options_.name, shown));
@@ -112,7 +113,8 @@ absl::StatusOr<RedisConnectionPool::Connection> RedisConnectionPool::Take(absl::
 }
 
 absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
-    const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout) {
+    const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout,
+    const RedisReplyLimits& limits) {
   std::vector<RedisReply> replies;
   if (commands.empty()) return replies;
   absl::StatusOr<Connection> taken = Take(timeout);
@@ -122,7 +124,7 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
   if (absl::Status s = c->Send(commands, timeout); !s.ok()) return s;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
-    absl::StatusOr<RedisReply> r = c->Read(commands[i][0], timeout);
+    absl::StatusOr<RedisReply> r = c->Read(commands[i][0], timeout, limits);
     if (!r.ok()) return r.status();
     replies.push_back(std::move(*r));
   }
@@ -143,7 +145,8 @@ absl::Status RedisConnectionPool::RunWith(
 }
 
 absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::string_view>& args,
-                                                    absl::Duration timeout, bool asking) {
+                                                    absl::Duration timeout,
+                                                    const RedisReplyLimits& limits, bool asking) {
   absl::StatusOr<Connection> taken = Take(timeout);
   if (!taken.ok()) return taken.status();
   Connection c = std::move(*taken);
@@ -151,9 +154,9 @@ absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::strin
     // ASKING and the command in one write; ASKING's reply is read and dropped.
     const std::vector<std::vector<std::string_view>> both = {{"ASKING"}, args};
     if (absl::Status s = c->Send(both, timeout); !s.ok()) return s;
-    absl::StatusOr<RedisReply> ok = c->Read("ASKING", timeout);
+    absl::StatusOr<RedisReply> ok = c->Read("ASKING", timeout, kRedisShortReply);
     if (!ok.ok()) return ok.status();
-    absl::StatusOr<RedisReply> r = c->Read(args[0], timeout);
+    absl::StatusOr<RedisReply> r = c->Read(args[0], timeout, limits);
     if (!r.ok()) return r.status();
     Return(std::move(c));
     // ASKING refused: the command ran without it, so its reply (a MOVED back
@@ -161,7 +164,7 @@ absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::strin
     if ((*ok)->type == REDIS_REPLY_ERROR) return ok;
     return r;
   }
-  absl::StatusOr<RedisReply> r = c->Command(args, timeout);
+  absl::StatusOr<RedisReply> r = c->Command(args, timeout, limits);
   if (!r.ok()) return r.status();  // the connection is unusable now: dropped
   Return(std::move(c));
   return r;

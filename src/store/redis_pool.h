@@ -5,7 +5,9 @@
 // password, SELECT, READONLY, PING, as configured) once; at most `max_idle`
 // idle connections are kept; a connection that fails is closed, and so is an
 // idle one that the server closed or that holds bytes nobody asked for
-// (RedisConnection::Idle), when it is next taken. Failures and
+// (RedisConnection::Idle), when it is next taken. Every reply is read within
+// bounds its caller names (RedisReplyLimits; the setup commands' are
+// kRedisShortReply). Failures and
 // error replies become statuses that name the server.
 #pragma once
 
@@ -66,13 +68,14 @@ class RedisConnectionPool {
 
   // Runs `args` on an idle (or new) connection, preceded by ASKING when
   // `asking`, with at most `timeout` for connecting, for sending and for
-  // reading each reply. Returns the reply,
+  // reading each reply, its reply read within `limits` (the command's:
+  // RedisConnection::Read; ASKING's within kRedisShortReply). Returns the reply,
   // error replies included (ASKING's error reply when the server refuses
   // ASKING: the command's own reply, read to stay in step, is dropped). A connection that fails is closed: refused,
   // reset or closed are UNAVAILABLE, a timeout DEADLINE_EXCEEDED, a failed
   // AUTH UNAUTHENTICATED.
   absl::StatusOr<RedisReply> Run(const std::vector<std::string_view>& args, absl::Duration timeout,
-                                 bool asking = false);
+                                 const RedisReplyLimits& limits, bool asking = false);
 
   // Sends `args` on an idle (or new) connection and lets `read` read the
   // reply; the connection goes back to the pool when `read` returns OK and is
@@ -82,10 +85,11 @@ class RedisConnectionPool {
 
   // Sends every command of `commands` on one connection before reading any
   // reply (a pipeline: one round trip) and returns the replies in order, error
-  // replies included. A connection failure fails the whole call (UNAVAILABLE /
+  // replies included, each read within `limits`. A connection failure fails the whole call (UNAVAILABLE /
   // DEADLINE_EXCEEDED as Run) and closes the connection.
   absl::StatusOr<std::vector<RedisReply>> RunPipeline(
-      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout);
+      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout,
+      const RedisReplyLimits& limits);
 
   // Closes every idle connection.
   void DropIdle();

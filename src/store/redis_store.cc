@@ -41,8 +41,9 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Connect(const RedisStore
 
 RedisStore::~RedisStore() = default;
 
-absl::StatusOr<RedisReply> RedisStore::Command(const std::vector<std::string_view>& args) {
-  absl::StatusOr<RedisReply> r = pool_.Run(args, timeout());
+absl::StatusOr<RedisReply> RedisStore::Command(const std::vector<std::string_view>& args,
+                                               const RedisReplyLimits& limits) {
+  absl::StatusOr<RedisReply> r = pool_.Run(args, timeout(), limits);
   if (r.ok() && (*r)->type == REDIS_REPLY_ERROR)
     return ErrorReplyStatus(ReplyText(**r), absl::StrFormat("%s: %s", pool_.name(), args[0]));
   return r;
@@ -52,7 +53,7 @@ absl::Status RedisStore::Put(std::string_view key, absl::Span<const ConstByteSpa
   std::string joined, ttl;
   const std::vector<std::string_view> args =
       BlobSetCommand(key, pieces, options_.ttl_seconds, &joined, &ttl);
-  absl::StatusOr<RedisReply> r = Command(args);
+  absl::StatusOr<RedisReply> r = Command(args, kRedisShortReply);  // +OK
   return r.status();
 }
 
@@ -89,7 +90,7 @@ absl::StatusOr<uint64_t> RedisStore::GetStreaming(std::string_view key,
 }
 
 absl::StatusOr<bool> RedisStore::Exists(std::string_view key) {
-  absl::StatusOr<RedisReply> r = Command({"EXISTS", key});
+  absl::StatusOr<RedisReply> r = Command({"EXISTS", key}, kRedisShortReply);  // :0 or :1
   if (!r.ok()) return r.status();
   if ((*r)->type != REDIS_REPLY_INTEGER)
     return absl::UnknownError(absl::StrFormat("redis store EXISTS: unexpected reply type %d", (*r)->type));
@@ -101,7 +102,8 @@ absl::StatusOr<int64_t> RedisStore::FirstPresent(absl::Span<const std::string> k
   std::vector<std::vector<std::string_view>> commands;
   commands.reserve(keys.size());
   for (const std::string& k : keys) commands.push_back({"EXISTS", k});
-  absl::StatusOr<std::vector<RedisReply>> replies = pool_.RunPipeline(commands, timeout());
+  absl::StatusOr<std::vector<RedisReply>> replies =
+      pool_.RunPipeline(commands, timeout(), kRedisShortReply);  // :0 or :1 each
   if (!replies.ok()) {
     *failed_key = 0;  // no reply came back: the first key is unanswered
     return replies.status();
@@ -123,7 +125,7 @@ absl::StatusOr<int64_t> RedisStore::FirstPresent(absl::Span<const std::string> k
 }
 
 absl::Status RedisStore::Remove(std::string_view key) {
-  absl::StatusOr<RedisReply> r = Command({"DEL", key});
+  absl::StatusOr<RedisReply> r = Command({"DEL", key}, kRedisShortReply);  // :0 or :1
   if (!r.ok()) return r.status();
   if ((*r)->type != REDIS_REPLY_INTEGER)
     return absl::UnknownError(absl::StrFormat("redis store DEL: unexpected reply type %d", (*r)->type));

@@ -49,8 +49,10 @@ class RedisStore final : public KvStore {
  private:
   RedisStore(RedisStoreOptions options, RedisPoolOptions pool)
       : options_(std::move(options)), pool_(std::move(pool)) {}
-  // Runs one command on a pooled connection; a server error reply is a status.
-  absl::StatusOr<RedisReply> Command(const std::vector<std::string_view>& args);
+  // Runs one command on a pooled connection, its reply read within `limits`;
+  // a server error reply is a status.
+  absl::StatusOr<RedisReply> Command(const std::vector<std::string_view>& args,
+                                     const RedisReplyLimits& limits);
   absl::Duration timeout() const { return absl::Milliseconds(options_.timeout_ms); }
 
   const RedisStoreOptions options_;

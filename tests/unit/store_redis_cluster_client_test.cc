@@ -48,11 +48,11 @@ TEST(RedisClusterClient, ARefusedAskingIsTheReplyAndTheConnectionStaysInStep) {
     });
   });
   RedisConnectionPool pool = Pool(server);
-  absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Seconds(2), /*asking=*/true);
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Seconds(2), kRedisShortReply, /*asking=*/true);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ((*r)->type, REDIS_REPLY_ERROR);
   EXPECT_EQ(ReplyText(**r), "ERR ASKING refused");
-  EXPECT_EQ(Text(pool.Run({"GET", "k"}, absl::Seconds(2))), "MOVED 1 127.0.0.1:1");
+  EXPECT_EQ(Text(pool.Run({"GET", "k"}, absl::Seconds(2), kRedisShortReply)), "MOVED 1 127.0.0.1:1");
   EXPECT_EQ(server.accepted(), 1);
 }
 

@@ -54,14 +54,17 @@ TEST(RedisConnection, RepliesLargerThanAReadAndLongPipelinesArriveWholeAndInOrde
     });
   });
   RedisConnectionPool pool = Pool(server);
-  absl::StatusOr<RedisReply> r = pool.Run({"GET", "big"}, absl::Seconds(10));
+  // Bounds that fit these replies (a GET through hiredis, EXISTS answered by
+  // 70,000-byte strings).
+  const RedisReplyLimits fits{4 << 20, 0, 0};
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "big"}, absl::Seconds(10), fits);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(ReplyText(**r) == big);
   std::vector<std::string> keys;
   for (int i = 0; i < 300; ++i) keys.push_back("k" + std::to_string(i));
   std::vector<std::vector<std::string_view>> commands;
   for (const std::string& k : keys) commands.push_back({"EXISTS", k});
-  absl::StatusOr<std::vector<RedisReply>> replies = pool.RunPipeline(commands, absl::Seconds(10));
+  absl::StatusOr<std::vector<RedisReply>> replies = pool.RunPipeline(commands, absl::Seconds(10), fits);
   ASSERT_TRUE(replies.ok()) << replies.status();
   ASSERT_EQ(replies->size(), keys.size());
   for (size_t i = 0; i < keys.size(); ++i)
@@ -85,12 +88,12 @@ TEST(RedisConnection, AReplyTricklingPastTheDeadlineTimesOutAndTheConnectionIsNo
   });
   RedisConnectionPool pool = Pool(server);
   const absl::Time start = absl::Now();
-  absl::StatusOr<RedisReply> r = pool.Run({"GET", "slow"}, absl::Milliseconds(300));
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "slow"}, absl::Milliseconds(300), kRedisShortReply);
   const absl::Duration took = absl::Now() - start;
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << Text(r);
   EXPECT_LT(took, absl::Milliseconds(1000)) << "the deadline did not bound the read";
   EXPECT_NE(r.status().message().find("fake redis 127.0.0.1:"), std::string::npos) << r.status();
-  EXPECT_EQ(Text(pool.Run({"GET", "next"}, absl::Seconds(2))), "FRESH");
+  EXPECT_EQ(Text(pool.Run({"GET", "next"}, absl::Seconds(2), kRedisShortReply)), "FRESH");
 }
 
 TEST(RedisConnection, AServerClosingMidReplyIsUnavailableAndTheNextCallReconnects) {
@@ -104,10 +107,10 @@ TEST(RedisConnection, AServerClosingMidReplyIsUnavailableAndTheNextCallReconnect
     Serve(fd, [](const std::vector<std::string>&) { return std::string("+FRESH\r\n"); });
   });
   RedisConnectionPool pool = Pool(server);
-  absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Seconds(2));
+  absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Seconds(2), kRedisShortReply);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << Text(r);
   EXPECT_NE(r.status().message().find("closed"), std::string::npos) << r.status();
-  EXPECT_EQ(Text(pool.Run({"GET", "k"}, absl::Seconds(2))), "FRESH");
+  EXPECT_EQ(Text(pool.Run({"GET", "k"}, absl::Seconds(2), kRedisShortReply)), "FRESH");
 }
 
 // The server answers one command with two replies: the connection is out of
@@ -122,8 +125,8 @@ TEST(RedisConnection, AConnectionWithAnUnaskedReplyIsNotReused) {
     Serve(fd, [](const std::vector<std::string>&) { return std::string("+FRESH\r\n"); });
   });
   RedisConnectionPool pool = Pool(server);
-  EXPECT_EQ(Text(pool.Run({"GET", "a"}, absl::Seconds(2))), "ONE");
-  EXPECT_EQ(Text(pool.Run({"GET", "b"}, absl::Seconds(2))), "FRESH");
+  EXPECT_EQ(Text(pool.Run({"GET", "a"}, absl::Seconds(2), kRedisShortReply)), "ONE");
+  EXPECT_EQ(Text(pool.Run({"GET", "b"}, absl::Seconds(2), kRedisShortReply)), "FRESH");
 }
 
 // The server closes an idle pooled connection (Redis's `timeout`, a restart,
@@ -142,10 +145,10 @@ TEST(RedisConnection, AnIdleConnectionTheServerClosedIsNotHandedOut) {
     Serve(fd, [](const std::vector<std::string>&) { return std::string("+FRESH\r\n"); });
   });
   RedisConnectionPool pool = Pool(server);
-  EXPECT_EQ(Text(pool.Run({"GET", "a"}, absl::Seconds(2))), "ONE");
+  EXPECT_EQ(Text(pool.Run({"GET", "a"}, absl::Seconds(2), kRedisShortReply)), "ONE");
   while (!closed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the FIN reaches us
-  EXPECT_EQ(Text(pool.Run({"GET", "b"}, absl::Seconds(2))), "FRESH");
+  EXPECT_EQ(Text(pool.Run({"GET", "b"}, absl::Seconds(2), kRedisShortReply)), "FRESH");
 }
 
 // hiredis 0.14 sums a command's encoded length in an int: a value of 2 GiB or
@@ -160,12 +163,12 @@ TEST(RedisConnection, ACommandPastTwoGibibytesIsRefusedBeforeItIsEncoded) {
   const std::string small(64, 'v');
   for (const uint64_t claimed : {(uint64_t{1} << 31) + 16, (uint64_t{1} << 32) + 16, (uint64_t{1} << 32) - 36}) {
     const std::string_view huge(small.data(), static_cast<size_t>(claimed));
-    absl::StatusOr<RedisReply> r = pool.Run({"SET", "k", huge}, absl::Seconds(2));
+    absl::StatusOr<RedisReply> r = pool.Run({"SET", "k", huge}, absl::Seconds(2), kRedisShortReply);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << claimed << ": " << Text(r);
     EXPECT_NE(r.status().message().find("SET"), std::string::npos) << r.status();
     EXPECT_NE(r.status().message().find("fake redis 127.0.0.1:"), std::string::npos) << r.status();
   }
-  EXPECT_EQ(Text(pool.Run({"SET", "k", small}, absl::Seconds(2))), "OK");
+  EXPECT_EQ(Text(pool.Run({"SET", "k", small}, absl::Seconds(2), kRedisShortReply)), "OK");
 }
 
 // A TLS client against a server that does not speak TLS: the handshake fails
@@ -186,7 +189,7 @@ TEST(RedisConnection, AFailedTlsHandshakeLeavesNoOpenSslErrorQueued) {
     });
     RedisConnectionPool pool = Pool(server, *tls);
     ERR_clear_error();
-    absl::StatusOr<RedisReply> r = pool.Run({"PING"}, absl::Seconds(2));
+    absl::StatusOr<RedisReply> r = pool.Run({"PING"}, absl::Seconds(2), kRedisShortReply);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << Text(r);
     EXPECT_EQ(ERR_peek_error(), 0ul) << (answer ? "plain reply: " : "closed: ") << TakeOpenSslErrors();
     ERR_clear_error();

@@ -75,7 +75,7 @@ TEST(RedisPool, RefusedConnectIsUnavailableNamingTheServer) {
   EXPECT_EQ(std::string(open.message()).rfind(name + ": connect: ", 0), 0u) << open;
   // Run connects anew (nothing idle) and fails the same way, twice in a row.
   for (int i = 0; i < 2; ++i) {
-    const absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Milliseconds(500));
+    const absl::StatusOr<RedisReply> r = pool.Run({"GET", "k"}, absl::Milliseconds(500), kRedisShortReply);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
     EXPECT_EQ(std::string(r.status().message()).rfind(name + ": connect: ", 0), 0u)
