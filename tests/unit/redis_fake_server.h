@@ -142,6 +142,12 @@ inline std::string Text(const absl::StatusOr<RedisReply>& r) {
   return std::string(ReplyText(**r));
 }
 
+// The CLUSTER SLOTS reply of a one-node cluster on 127.0.0.1:port that
+// serves every slot.
+inline std::string OneNodeClusterSlots(uint32_t port) {
+  return "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(port) + "\r\n";
+}
+
 // Answers every command with `reply(args)` until the client goes away.
 inline void Serve(int fd, const std::function<std::string(const std::vector<std::string>&)>& reply) {
   std::string buf;

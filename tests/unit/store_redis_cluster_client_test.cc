@@ -115,8 +115,7 @@ class FakeClusterNode {
       if (a.empty()) return;
       std::string reply;
       if (a[0] == "CLUSTER") {
-        reply = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(port_.load()) +
-                "\r\n";
+        reply = OneNodeClusterSlots(port_.load());
       } else if (a[0] == "ASKING") {
         reply = asking_;
       } else if (a[0] == "GET") {

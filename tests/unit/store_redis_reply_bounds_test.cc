@@ -159,8 +159,7 @@ class HostileServer {
       }
       std::string reply;
       if (a[0] == "CLUSTER") {
-        reply = "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(port_.load()) +
-                "\r\n";
+        reply = OneNodeClusterSlots(port_.load());
       } else if (a[0] == "GET") {
         reply = Bulk("0123456789");
       } else if (a[0] == "EXISTS" || a[0] == "DEL") {
