@@ -148,13 +148,19 @@ inline std::string OneNodeClusterSlots(uint32_t port) {
   return "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(port) + "\r\n";
 }
 
-// Answers every command with `reply(args)` until the client goes away.
-inline void Serve(int fd, const std::function<std::string(const std::vector<std::string>&)>& reply) {
+// Hands every command to `handle(args)` until the client goes away or
+// `handle` returns false (it writes its own reply, if any, to fd).
+inline void ServeCommands(int fd, const std::function<bool(const std::vector<std::string>&)>& handle) {
   std::string buf;
   for (;;) {
     const std::vector<std::string> args = ReadCommand(fd, &buf);
-    if (args.empty() || !WriteAll(fd, reply(args))) return;
+    if (args.empty() || !handle(args)) return;
   }
+}
+
+// Answers every command with `reply(args)` until the client goes away.
+inline void Serve(int fd, const std::function<std::string(const std::vector<std::string>&)>& reply) {
+  ServeCommands(fd, [&](const std::vector<std::string>& args) { return WriteAll(fd, reply(args)); });
 }
 
 }  // namespace swa::fake_redis

@@ -109,23 +109,12 @@ class FakeClusterNode {
 
  private:
   void Run(int fd) {
-    std::string buf;
-    for (;;) {
-      const std::vector<std::string> a = ReadCommand(fd, &buf);
-      if (a.empty()) return;
-      std::string reply;
-      if (a[0] == "CLUSTER") {
-        reply = OneNodeClusterSlots(port_.load());
-      } else if (a[0] == "ASKING") {
-        reply = asking_;
-      } else if (a[0] == "GET") {
-        if (!get_(fd, gets_++)) return;
-        continue;
-      } else {
-        reply = "-ERR unexpected\r\n";
-      }
-      if (!WriteAll(fd, reply)) return;
-    }
+    ServeCommands(fd, [&](const std::vector<std::string>& a) {
+      if (a[0] == "GET") return get_(fd, gets_++);
+      return WriteAll(fd, a[0] == "CLUSTER"  ? OneNodeClusterSlots(port_.load())
+                          : a[0] == "ASKING" ? asking_
+                                             : std::string("-ERR unexpected\r\n"));
+    });
   }
   Get get_;
   std::string asking_;

@@ -138,24 +138,20 @@ class HostileServer {
 
  private:
   void Run(int fd) {
-    std::string buf;
-    for (;;) {
-      const std::vector<std::string> a = ReadCommand(fd, &buf);
-      if (a.empty()) return;
+    ServeCommands(fd, [&](const std::vector<std::string>& a) {
       const std::string me = "127.0.0.1:" + std::to_string(port_.load());
       if ((a[0] == "SET" || a[0] == "GET") && ask_first_ && !asked_.exchange(true)) {
-        if (!WriteAll(fd, "-ASK 1 " + me + "\r\n")) return;
-        continue;
+        return WriteAll(fd, "-ASK 1 " + me + "\r\n");
       }
       if (a[0] == target_ && !hit_.exchange(true)) {
-        if (!WriteAll(fd, hostile_.head)) return;
+        if (!WriteAll(fd, hostile_.head)) return false;
         if (hostile_.endless) {
           const std::string x(65536, 'x');
           while (WriteAll(fd, x)) {
           }
-          return;
+          return false;
         }
-        continue;  // the client drops the connection
+        return true;  // the client drops the connection
       }
       std::string reply;
       if (a[0] == "CLUSTER") {
@@ -169,8 +165,8 @@ class HostileServer {
       } else {
         reply = "+OK\r\n";  // AUTH, SELECT, SET, ASKING
       }
-      if (!WriteAll(fd, reply)) return;
-    }
+      return WriteAll(fd, reply);
+    });
   }
 
   const std::string target_;
