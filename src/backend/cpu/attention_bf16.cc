@@ -1,4 +1,4 @@
-// The BF16 attention driver: RunBlock (attention.cc) for problems whose
+// The BF16 attention driver: RunBlock (attention_fp32.cc) for problems whose
 // queries arrive in BF16 and whose keys and values are exact in BF16 (an MXFP8
 // or BF16 ring). Scores are scale * (q . k) with exact products and FP32 sums;
 // the online softmax is the FP32 one; P is rounded to BF16 (nearest even) for

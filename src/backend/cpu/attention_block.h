@@ -1,4 +1,4 @@
-// Shared pieces of the attention drivers (attention.cc: FP32 kernels;
+// Shared pieces of the attention drivers (attention_fp32.cc: FP32 kernels;
 // attention_bf16.cc: BF16 kernels): workspace, blocking constants, register
 // tiles and their key segments, online softmax and the final rows. Internal.
 #pragma once
@@ -443,6 +443,11 @@ inline Range SetUpBlock(const AttentionShape& shape, const SeqProblem& pr, int g
   }
   return hull;
 }
+
+// The FP32 block driver (attention_fp32.cc): rows [row0, row1) of KV head g
+// of one problem; row i is token i / ratio, query head g * ratio + i % ratio.
+void RunBlock(const AttentionKernels& kn, const AttentionShape& shape, const SeqProblem& pr, int g,
+              int row0, int row1, const Blocking& blocking, Workspace& ws);
 
 // RunBlock of the BF16 kernels (attention_bf16.cc): rows [row0, row1) of KV
 // head g of a problem whose q_bf16 is set; fp32 supplies the softmax helpers.

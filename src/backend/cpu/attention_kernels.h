@@ -1,6 +1,7 @@
 // The inner kernels of the CPU attention core, one table per instruction set.
-// attention.cc owns the blocking, masking and online softmax; these own the
-// arithmetic. Every set computes the same functions (results agree to rounding).
+// The drivers (attention.cc, attention_fp32.cc, attention_block.h) own the
+// blocking, masking and online softmax; these own the arithmetic. Every set
+// computes the same functions (results agree to rounding).
 #pragma once
 
 #include <cstddef>
