@@ -4,8 +4,11 @@ use std::sync::{Mutex, TryLockError};
 
 use swacache_sys as sys;
 
-use crate::config::{sized, Backend, CacheStats, Config, LayerDesc, LayerLayout, Layout, TensorView};
+use crate::config::Config;
+use crate::enums::Backend;
 use crate::error::{check, Code, Error, Result};
+use crate::layer::LayerDesc;
+use crate::layout::{sized, CacheStats, LayerLayout, Layout, TensorView};
 use crate::plan::{Plan, PlanOptions};
 use crate::step::StepGuard;
 use crate::store::Store;

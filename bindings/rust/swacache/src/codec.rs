@@ -4,7 +4,7 @@ use std::ffi::CStr;
 
 use swacache_sys as sys;
 
-use crate::config::{Dtype, Format, ScaleMode};
+use crate::enums::{Dtype, Format, ScaleMode};
 use crate::error::{check, invalid, Result};
 use crate::step::{Input, Output};
 

@@ -7,8 +7,9 @@ use std::ptr;
 use swacache_sys as sys;
 
 use crate::cache::Cache;
-use crate::config::{sized, Backend, CompressKind, Dtype, TensorView};
+use crate::enums::{Backend, CompressKind, Dtype};
 use crate::error::{check, invalid, Code, Error, Result};
+use crate::layout::{sized, TensorView};
 use crate::plan::{Plan, Segment};
 use crate::step::{Input, Output, StepGuard};
 

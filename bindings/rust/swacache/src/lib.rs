@@ -37,7 +37,10 @@ mod cache;
 pub mod codec;
 mod compress;
 mod config;
+mod enums;
 mod error;
+mod layer;
+mod layout;
 mod merge;
 mod plan;
 mod project;
@@ -49,11 +52,11 @@ mod store_tiered;
 
 pub use cache::{Cache, SlotInfo};
 pub use compress::{CompressArgs, CompressWindow};
-pub use config::{
-    Backend, CacheStats, CompressKind, Config, Dtype, Format, LayerDesc, LayerLayout, LayerRole, Layout, RopeStyle,
-    ScaleMode, StoreSecret, TensorView,
-};
+pub use config::{Config, StoreSecret};
+pub use enums::{Backend, CompressKind, Dtype, Format, LayerRole, RopeStyle, ScaleMode};
 pub use error::{Code, Error, Result};
+pub use layer::LayerDesc;
+pub use layout::{CacheStats, LayerLayout, Layout, TensorView};
 pub use merge::{attention_merge, attention_merge_into, MergeArgs};
 pub use plan::{IndexPad, Plan, PlanInfo, PlanOptions, PlanPath, Segment, Seq};
 pub use project::{ProjectDims, WeightLayout};

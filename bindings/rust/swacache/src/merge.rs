@@ -6,7 +6,7 @@ use std::ptr;
 use swacache_sys as sys;
 
 use crate::cache::Cache;
-use crate::config::Dtype;
+use crate::enums::Dtype;
 use crate::error::{check, invalid, Result};
 use crate::step::{Input, Output};
 

@@ -5,8 +5,8 @@ use std::ptr::{self, NonNull};
 use swacache_sys as sys;
 
 use crate::cache::Cache;
-use crate::config::sized;
 use crate::error::{check, invalid, Code, Error, Result};
+use crate::layout::sized;
 
 /// One sequence of a step (`swa_seq_t`, same 16-byte layout: a `&[Seq]` is
 /// passed to the library without a copy).

@@ -7,8 +7,9 @@ use std::ptr;
 
 use swacache_sys as sys;
 
-use crate::config::{Dtype, LayerDesc, RopeStyle};
+use crate::enums::{Dtype, RopeStyle};
 use crate::error::{check, invalid, Result};
+use crate::layer::LayerDesc;
 use crate::step::Output;
 
 /// A layer's RoPE as the step applies it (`swa_rope_info_t`).

@@ -7,7 +7,7 @@ use std::sync::MutexGuard;
 use swacache_sys as sys;
 
 use crate::cache::Cache;
-use crate::config::Dtype;
+use crate::enums::Dtype;
 use crate::error::{check, invalid, Code, Error, Result};
 use crate::plan::Plan;
 

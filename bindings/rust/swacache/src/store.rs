@@ -8,8 +8,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use swacache_sys as sys;
 
-use crate::config::sized;
 use crate::error::{check, invalid, Code, Error, Result};
+use crate::layout::sized;
 use crate::store_redis_tls::{ApplySecurity, RedisSecurity};
 
 /// A blob handed to [`KvStore::put`]: the concatenation of borrowed parts (the

@@ -3,8 +3,8 @@ use std::mem::size_of;
 
 use swacache_sys as sys;
 
-use crate::config::sized;
 use crate::error::{check, Result};
+use crate::layout::sized;
 use crate::store::{cstring, empty_table, Store};
 use crate::store_redis_tls::{ApplySecurity, RedisSecurity};
 
