@@ -491,7 +491,7 @@ void PackMxfpChunk(const Bf16AttentionKernels& kb, const SeqProblem& pr, int g, 
 // The block of the next KV head (g + 1: its K and V vectors in BF16 rows
 // [r0, r1), then its BF16 query rows), asked for a few lines at
 // a time (Step) while this head's block runs, when that block is the next
-// task (this block holds all of the problem's rows): attention.cc's
+// task (this block holds all of the problem's rows): attention_fp32.cc's
 // NextHeadPrefetch for the AMX driver's own inputs (BF16 ring rows in place,
 // BF16 queries). The ring rows are cold and one KV head's vectors are a few
 // lines of each: no hardware prefetcher follows them, and the next block's
