@@ -20,7 +20,12 @@ namespace {
 
 constexpr absl::Duration kBackoffBase = absl::Milliseconds(10);
 constexpr absl::Duration kBackoffCap = absl::Milliseconds(250);
-constexpr absl::Duration kMapLoadTimeout = absl::Milliseconds(1000);
+// A slot-map load gives up on a node that connects no faster, or sends no
+// byte of CLUSTER SLOTS's reply for this long, and asks the next one; a node
+// that keeps sending is read until the reply is whole, refused by its bounds
+// or the refresh's deadline passes (a large map on a slow link is not cut
+// off).
+constexpr absl::Duration kMapLoadSilence = absl::Milliseconds(1000);
 
 // "MOVED 3999 127.0.0.1:6381" / "ASK ..." -> the target address.
 absl::StatusOr<ClusterNodeAddress> RedirectTarget(std::string_view text) {
@@ -87,8 +92,9 @@ std::shared_ptr<RedisNode> RedisClusterStore::NodeFor(const ClusterNodeAddress& 
 
 absl::StatusOr<std::shared_ptr<RedisClusterStore::SlotMap>> RedisClusterStore::LoadMap(
     RedisNode& node, absl::Duration timeout) {
-  absl::StatusOr<RedisReply> r =
-      node.Run({"CLUSTER", "SLOTS"}, false, timeout, kRedisClusterSlotsReply);
+  RedisReplyLimits limits = kRedisClusterSlotsReply;
+  limits.max_silence = kMapLoadSilence;
+  absl::StatusOr<RedisReply> r = node.Run({"CLUSTER", "SLOTS"}, false, timeout, limits);
   if (!r.ok()) return r.status();
   const redisReply& top = **r;
   const std::string& where = node.name();
@@ -164,7 +170,7 @@ absl::Status RedisClusterStore::RefreshIfStale(uint64_t seen_version, absl::Time
     tried.push_back(a.ToString());
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
-    absl::StatusOr<std::shared_ptr<SlotMap>> loaded = LoadMap(*NodeFor(a, false), std::min(left, kMapLoadTimeout));
+    absl::StatusOr<std::shared_ptr<SlotMap>> loaded = LoadMap(*NodeFor(a, false), left);
     if (!loaded.ok()) {
       if (absl::IsUnauthenticated(loaded.status())) return loaded.status();
       last = loaded.status();

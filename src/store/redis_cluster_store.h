@@ -136,6 +136,8 @@ class RedisClusterStore final : public KvStore {
                                          const Attempt& run, const bool* final);
   // Reloads the map unless another thread did since `seen_version`.
   absl::Status RefreshIfStale(uint64_t seen_version, absl::Time deadline);
+  // CLUSTER SLOTS from `node` within `timeout`, giving up on a node silent
+  // for kMapLoadSilence (redis_cluster_store.cc) so that the next one is asked.
   absl::StatusOr<std::shared_ptr<SlotMap>> LoadMap(RedisNode& node, absl::Duration timeout);
   std::shared_ptr<RedisNode> NodeFor(const ClusterNodeAddress& address, bool readonly);
   std::shared_ptr<const SlotMap> CurrentMap() const;

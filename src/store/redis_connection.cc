@@ -118,6 +118,20 @@ bool RedisConnection::Wait(bool write, absl::Time deadline) const {
   }
 }
 
+absl::Status RedisConnection::WaitFor(std::string_view op, bool write, std::string_view what,
+                                      absl::Duration timeout, absl::Time deadline,
+                                      absl::Duration max_silence) const {
+  // A new silence starts at every wait: each one follows bytes moved (or the
+  // call's start), and a TLS record that trickles in wakes it at every piece.
+  const absl::Time until = std::min(deadline, absl::Now() + max_silence);
+  if (Wait(write, until)) return absl::OkStatus();
+  if (until < deadline)
+    return absl::UnavailableError(absl::StrFormat("%s: %s: no byte %sfor %s", name_, what,
+                                                  op == "write" ? "taken " : "", Millis(max_silence)));
+  return absl::DeadlineExceededError(
+      absl::StrFormat("%s: %s: %s timed out after %s", name_, what, op, Millis(timeout)));
+}
+
 bool RedisConnection::ReadableNow() const {
   if (ssl_ != nullptr && SSL_pending(ssl_) > 0) return true;
   pollfd p{fd_, POLLIN, 0};
@@ -276,7 +290,7 @@ absl::Status RedisConnection::Handshake(std::shared_ptr<const RedisTlsContext> t
 }
 
 absl::Status RedisConnection::Send(absl::Span<const std::vector<std::string_view>> commands,
-                                   absl::Duration timeout) {
+                                   absl::Duration timeout, absl::Duration max_silence) {
   const absl::Time deadline = absl::Now() + timeout;
   std::string out;
   std::vector<const char*> argv;
@@ -323,9 +337,10 @@ absl::Status RedisConnection::Send(absl::Span<const std::vector<std::string_view
       const int code = SSL_get_error(ssl_, n);
       if (code != SSL_ERROR_WANT_READ && code != SSL_ERROR_WANT_WRITE)
         return RefusedBeforeAnyReply(TlsFailure(n, what));
-      if (!Wait(code == SSL_ERROR_WANT_WRITE, deadline))
-        return absl::DeadlineExceededError(
-            absl::StrFormat("%s: %s: write timed out after %s", name_, what, Millis(timeout)));
+      if (absl::Status s =
+              WaitFor("write", code == SSL_ERROR_WANT_WRITE, what, timeout, deadline, max_silence);
+          !s.ok())
+        return s;
       continue;
     }
     const ssize_t n = send(fd_, out.data() + done, left, MSG_NOSIGNAL);
@@ -335,9 +350,8 @@ absl::Status RedisConnection::Send(absl::Span<const std::vector<std::string_view
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!Wait(true, deadline))
-        return absl::DeadlineExceededError(
-            absl::StrFormat("%s: %s: write timed out after %s", name_, what, Millis(timeout)));
+      if (absl::Status s = WaitFor("write", true, what, timeout, deadline, max_silence); !s.ok())
+        return s;
       continue;
     }
     return RefusedBeforeAnyReply(absl::UnavailableError(
@@ -347,7 +361,8 @@ absl::Status RedisConnection::Send(absl::Span<const std::vector<std::string_view
 }
 
 absl::StatusOr<size_t> RedisConnection::Receive(uint8_t* dst, size_t cap, std::string_view what,
-                                                absl::Duration timeout, absl::Time deadline) {
+                                                absl::Duration timeout, absl::Time deadline,
+                                                absl::Duration max_silence) {
   for (;;) {
     if (ssl_ != nullptr) {
       ERR_clear_error();
@@ -357,9 +372,12 @@ absl::StatusOr<size_t> RedisConnection::Receive(uint8_t* dst, size_t cap, std::s
       if (n <= 0) {
         const int code = SSL_get_error(ssl_, n);
         if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
-          if (!Wait(code == SSL_ERROR_WANT_WRITE, deadline))
-            return absl::DeadlineExceededError(
-                absl::StrFormat("%s: %s: read timed out after %s", name_, what, Millis(timeout)));
+          // WANT_READ again after a wait: part of a record came; the
+          // silence starts anew with the next wait.
+          if (absl::Status s = WaitFor("read", code == SSL_ERROR_WANT_WRITE, what, timeout,
+                                       deadline, max_silence);
+              !s.ok())
+            return s;
           continue;
         }
         return RefusedBeforeAnyReply(TlsFailure(n, what));
@@ -369,9 +387,8 @@ absl::StatusOr<size_t> RedisConnection::Receive(uint8_t* dst, size_t cap, std::s
     const ssize_t n = recv(fd_, dst, cap, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!Wait(false, deadline))
-        return absl::DeadlineExceededError(
-            absl::StrFormat("%s: %s: read timed out after %s", name_, what, Millis(timeout)));
+      if (absl::Status s = WaitFor("read", false, what, timeout, deadline, max_silence); !s.ok())
+        return s;
       continue;
     }
     if (n == 0)

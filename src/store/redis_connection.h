@@ -42,15 +42,20 @@ class RedisConnection {
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   // Writes every command (one buffer: a pipeline when several) within
-  // `timeout`; messages name the first command.
+  // `timeout`, and UNAVAILABLE ("no byte taken for <ms>") when the server
+  // takes no byte for `max_silence` (RedisReplyLimits::max_silence);
+  // messages name the first command.
   absl::Status Send(absl::Span<const std::vector<std::string_view>> commands,
-                    absl::Duration timeout);
+                    absl::Duration timeout,
+                    absl::Duration max_silence = absl::InfiniteDuration());
   // Reads the next reply (error replies are replies) within `timeout` and
   // `limits` (those of the command `what`: RedisReplyLimits). UNAVAILABLE
-  // when the server closes the connection or TLS fails mid-stream, and a
-  // protocol error for a reply hiredis cannot parse or one past `limits`
-  // (naming the bytes, the element count or the depth); DEADLINE_EXCEEDED on
-  // a timeout. The connection is unusable after any of them.
+  // when the server closes the connection or TLS fails mid-stream, when no
+  // byte arrives for limits.max_silence ("no byte for <ms>"; the timer
+  // restarts with every byte, of a TLS record too), and a protocol error for
+  // a reply hiredis cannot parse or one past `limits` (naming the bytes, the
+  // element count or the depth); DEADLINE_EXCEEDED when `timeout` passes.
+  // The connection is unusable after any of them.
   absl::StatusOr<RedisReply> Read(std::string_view what, absl::Duration timeout,
                                   const RedisReplyLimits& limits);
 
@@ -75,7 +80,7 @@ class RedisConnection {
                                         absl::Span<const ByteSpan> pieces,
                                         const std::function<void(uint64_t)>& landed);
 
-  // Send of one command, then Read.
+  // Send of one command (within limits.max_silence too), then Read.
   absl::StatusOr<RedisReply> Command(const std::vector<std::string_view>& args,
                                      absl::Duration timeout, const RedisReplyLimits& limits);
 
@@ -91,14 +96,24 @@ class RedisConnection {
  private:
   RedisConnection(int fd, std::string name);
   // Receives 1 ... cap bytes into dst (TLS or plain), waiting until
-  // `deadline`; errors as Read's.
+  // `deadline`, and each wait for the socket at most `max_silence`; errors
+  // as Read's.
   absl::StatusOr<size_t> Receive(uint8_t* dst, size_t cap, std::string_view what,
-                                 absl::Duration timeout, absl::Time deadline);
+                                 absl::Duration timeout, absl::Time deadline,
+                                 absl::Duration max_silence = absl::InfiniteDuration());
   // True when a read would not wait: bytes (or a close) on the socket, or
   // decrypted bytes in OpenSSL's buffer.
   bool ReadableNow() const;
   // Waits until fd_ is readable (or writable) or `deadline`: false on timeout.
   bool Wait(bool write, absl::Time deadline) const;
+  // Send's and Receive's wait: Wait until `deadline`, but at most
+  // `max_silence` from now. OK when ready, else the failure of `op` ("read"
+  // or "write") of `what`: DEADLINE_EXCEEDED "<op> timed out after
+  // <timeout>" at `deadline`, UNAVAILABLE "no byte for <max_silence>" (a
+  // write: "no byte taken for") when the silence ended first.
+  absl::Status WaitFor(std::string_view op, bool write, std::string_view what,
+                       absl::Duration timeout, absl::Time deadline,
+                       absl::Duration max_silence) const;
   absl::Status Handshake(std::shared_ptr<const RedisTlsContext> tls, const std::string& host,
                          absl::Time deadline);
   // The status of a failed TLS call (ret from SSL_*) or socket call.

@@ -50,7 +50,7 @@ absl::StatusOr<RedisReply> RedisConnection::Read(std::string_view what, absl::Du
     }
     absl::StatusOr<size_t> got =
         Receive(reinterpret_cast<uint8_t*>(buf_.data()), std::min(buf_.size(), reader_.Room()),
-                what, timeout, deadline);
+                what, timeout, deadline, limits.max_silence);
     if (!got.ok()) {
       if (since_parse == 0) return got.status();
       absl::StatusOr<RedisReply> r = reader_.Next();  // a whole reply may be in: it comes first
@@ -199,7 +199,7 @@ absl::StatusOr<RedisConnection::BulkRead> RedisConnection::ReadBulkInto(
 absl::StatusOr<RedisReply> RedisConnection::Command(const std::vector<std::string_view>& args,
                                                     absl::Duration timeout,
                                                     const RedisReplyLimits& limits) {
-  if (absl::Status s = Send({args}, timeout); !s.ok()) return s;
+  if (absl::Status s = Send({args}, timeout, limits.max_silence); !s.ok()) return s;
   return Read(args[0], timeout, limits);
 }
 

@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -117,11 +118,11 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
     const RedisReplyLimits& limits) {
   std::vector<RedisReply> replies;
   if (commands.empty()) return replies;
-  absl::StatusOr<Connection> taken = Take(timeout);
+  absl::StatusOr<Connection> taken = Take(std::min(timeout, limits.max_silence));
   if (!taken.ok()) return taken.status();
   Connection c = std::move(*taken);
   // A failure drops `c` (closed) with the status.
-  if (absl::Status s = c->Send(commands, timeout); !s.ok()) return s;
+  if (absl::Status s = c->Send(commands, timeout, limits.max_silence); !s.ok()) return s;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
     absl::StatusOr<RedisReply> r = c->Read(commands[i][0], timeout, limits);
@@ -147,14 +148,18 @@ absl::Status RedisConnectionPool::RunWith(
 absl::StatusOr<RedisReply> RedisConnectionPool::Run(const std::vector<std::string_view>& args,
                                                     absl::Duration timeout,
                                                     const RedisReplyLimits& limits, bool asking) {
-  absl::StatusOr<Connection> taken = Take(timeout);
+  // Connecting is a few short exchanges: a server silent for max_silence
+  // would not finish it.
+  absl::StatusOr<Connection> taken = Take(std::min(timeout, limits.max_silence));
   if (!taken.ok()) return taken.status();
   Connection c = std::move(*taken);
   if (asking) {
     // ASKING and the command in one write; ASKING's reply is read and dropped.
     const std::vector<std::vector<std::string_view>> both = {{"ASKING"}, args};
-    if (absl::Status s = c->Send(both, timeout); !s.ok()) return s;
-    absl::StatusOr<RedisReply> ok = c->Read("ASKING", timeout, kRedisShortReply);
+    if (absl::Status s = c->Send(both, timeout, limits.max_silence); !s.ok()) return s;
+    RedisReplyLimits asking_limits = kRedisShortReply;
+    asking_limits.max_silence = limits.max_silence;
+    absl::StatusOr<RedisReply> ok = c->Read("ASKING", timeout, asking_limits);
     if (!ok.ok()) return ok.status();
     absl::StatusOr<RedisReply> r = c->Read(args[0], timeout, limits);
     if (!r.ok()) return r.status();

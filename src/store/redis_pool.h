@@ -69,7 +69,10 @@ class RedisConnectionPool {
   // Runs `args` on an idle (or new) connection, preceded by ASKING when
   // `asking`, with at most `timeout` for connecting, for sending and for
   // reading each reply, its reply read within `limits` (the command's:
-  // RedisConnection::Read; ASKING's within kRedisShortReply). Returns the reply,
+  // RedisConnection::Read; ASKING's within kRedisShortReply). With a
+  // limits.max_silence, a new connection is opened (connect, TLS handshake,
+  // setup commands) within it, and sending and reading fail when the server
+  // is silent that long (UNAVAILABLE, "no byte for <ms>"). Returns the reply,
   // error replies included (ASKING's error reply when the server refuses
   // ASKING: the command's own reply, read to stay in step, is dropped). A connection that fails is closed: refused,
   // reset or closed are UNAVAILABLE, a timeout DEADLINE_EXCEEDED, a failed
@@ -85,7 +88,7 @@ class RedisConnectionPool {
 
   // Sends every command of `commands` on one connection before reading any
   // reply (a pipeline: one round trip) and returns the replies in order, error
-  // replies included, each read within `limits`. A connection failure fails the whole call (UNAVAILABLE /
+  // replies included, each read within `limits` (limits.max_silence as Run). A connection failure fails the whole call (UNAVAILABLE /
   // DEADLINE_EXCEEDED as Run) and closes the connection.
   absl::StatusOr<std::vector<RedisReply>> RunPipeline(
       const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout,

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 struct redisReply;
 struct redisReader;
@@ -38,6 +39,13 @@ struct RedisReplyLimits {
   // Arrays nested in one another: 0 = no array at all, 1 = an array of
   // scalars...
   uint32_t max_depth = 0;
+  // The longest the server may stay silent (no byte of the reply arriving,
+  // no byte of the command taken) within the call's timeout: past it the
+  // call fails UNAVAILABLE, "no byte for <ms>", while a server that keeps
+  // sending is read until the reply is whole, refused or the timeout passes.
+  // RedisConnectionPool::Run and RunPipeline also open a new connection
+  // within it. Infinite (the default): only the timeout applies.
+  absl::Duration max_silence = absl::InfiniteDuration();
 };
 
 // The reply of a command that answers a status, an integer, nil, a short

@@ -1,7 +1,8 @@
 // The Redis Cluster client (src/store/redis_cluster_store.h,
 // redis_cluster_node.h) against a scripted fake node on a loopback socket (no
-// redis-server needed): a refused ASKING, slot-map ports out of range, and
-// its GET's hostile replies and redirects. The connection and pool alone:
+// redis-server needed): a refused ASKING, slot-map ports out of range, its
+// GET's hostile replies and redirects, and how long a slot-map load waits
+// for a slow, a silent and an endless node. The connection and pool alone:
 // store_redis_connection_test.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -308,6 +309,114 @@ TEST(RedisClusterGet, RedirectsLandTheBlobAndAGetThatReportedProgressIsNotRetrie
     EXPECT_EQ(g.last_landed, 5u);
     EXPECT_EQ(node.gets(), 1) << "retried after reporting progress";
   }
+}
+
+// Slot-map loads wait for each node as long as it keeps sending: the
+// per-node cap (1000 ms in redis_cluster_store.cc) is a cap on silence, the
+// refresh's deadline (timeout_ms) the cap on the whole load.
+
+// A CLUSTER SLOTS reply of `ranges` ranges covering every slot, all served by
+// 127.0.0.1:port, as its pieces: the array header, then one range each.
+std::vector<std::string> SlotMapPieces(uint32_t port, int ranges) {
+  std::vector<std::string> pieces = {"*" + std::to_string(ranges) + "\r\n"};
+  const int per = 16384 / ranges;
+  for (int i = 0; i < ranges; ++i)
+    pieces.push_back("*3\r\n:" + std::to_string(i * per) + "\r\n:" +
+                     std::to_string(i == ranges - 1 ? 16383 : (i + 1) * per - 1) +
+                     "\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + std::to_string(port) + "\r\n");
+  return pieces;
+}
+
+// A node that sends its map in 9 pieces 200 ms apart (1.6 s in all, past
+// the 1000 ms per-node cap, no pause near it): the map loads and the store
+// works. Before the fix the cap was on the whole reply: "read timed out
+// after 1000 ms", no store.
+TEST(RedisClusterMapLoad, AMapSentSlowlyButSteadilyLoads) {
+  std::atomic<uint32_t> self{0};
+  FakeServer server([&](int fd, int) {
+    ServeCommands(fd, [&](const std::vector<std::string>& a) {
+      if (a[0] != "CLUSTER") return WriteAll(fd, a[0] == "SET" ? "+OK\r\n" : "-ERR unexpected\r\n");
+      const std::vector<std::string> pieces = SlotMapPieces(self.load(), 8);
+      bool sent = true;
+      for (size_t i = 0; i < pieces.size() && sent; ++i) {
+        if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        sent = WriteAll(fd, pieces[i]);
+      }
+      return sent;
+    });
+  });
+  self = server.port();
+  RedisClusterOptions o;
+  o.seeds = {{"127.0.0.1", server.port()}};
+  o.timeout_ms = 10000;
+  o.max_attempts = 1;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<RedisClusterStore>> store = RedisClusterStore::Connect(o);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(1600)) << "the map came faster than it was sent";
+  const std::string me = "127.0.0.1:" + std::to_string(server.port());
+  EXPECT_EQ((*store)->MasterOf(0), me);
+  EXPECT_EQ((*store)->MasterOf(16383), me);
+  const uint8_t value[3] = {1, 2, 3};
+  const ConstByteSpan pieces[1] = {ConstByteSpan(value, sizeof value)};
+  EXPECT_TRUE((*store)->Put("k", pieces).ok());
+}
+
+// A seed that accepts and then says nothing is given up after the per-node
+// silence cap (1000 ms), not the refresh's whole deadline (10 s here): the
+// second seed answers and the store connects. Alone, the silent seed fails
+// the connect with a message that names it and the silence.
+TEST(RedisClusterMapLoad, ASilentSeedIsSkippedAfterTheSilenceCap) {
+  FakeServer silent([](int fd, int) {
+    ServeCommands(fd, [](const std::vector<std::string>&) { return true; });  // never answers
+  });
+  FakeClusterNode good([](int, int) { return false; });
+  RedisClusterOptions o;
+  o.timeout_ms = 10000;
+  o.seeds = {{"127.0.0.1", silent.port()}, {"127.0.0.1", good.port()}};
+  absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<RedisClusterStore>> store = RedisClusterStore::Connect(o);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(silent.accepted(), 1) << "the silent seed was not asked first";
+  EXPECT_LT(took, absl::Seconds(7)) << "the silent seed took the refresh's deadline";
+  EXPECT_EQ((*store)->MasterOf(0), "127.0.0.1:" + std::to_string(good.port()));
+
+  o.seeds = {{"127.0.0.1", silent.port()}};
+  start = absl::Now();
+  store = RedisClusterStore::Connect(o);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(7)) << "the silent seed took the refresh's deadline";
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable) << store.status();
+  const std::string named =
+      "redis cluster node 127.0.0.1:" + std::to_string(silent.port()) + ": CLUSTER: no byte for 1000 ms";
+  EXPECT_NE(store.status().message().find(named), std::string::npos) << store.status();
+}
+
+// A node that keeps sending, but never finishes within the refresh's deadline
+// (timeout_ms = 1500: a byte every 100 ms of an endless map): it is read
+// until that deadline (before the fix: cut off at 1000 ms), which decides
+// with its message.
+TEST(RedisClusterMapLoad, ANodeThatNeverFinishesIsCutOffAtTheRefreshDeadline) {
+  FakeServer endless([](int fd, int) {
+    ServeCommands(fd, [&](const std::vector<std::string>&) {
+      if (!WriteAll(fd, "*16384\r\n")) return false;
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!WriteAll(fd, "*")) return false;
+      }
+    });
+  });
+  RedisClusterOptions o;
+  o.seeds = {{"127.0.0.1", endless.port()}};
+  o.timeout_ms = 1500;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<RedisClusterStore>> store = RedisClusterStore::Connect(o);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(1400)) << "cut off before the refresh's deadline";
+  EXPECT_LT(took, absl::Seconds(6));
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable) << store.status();
+  EXPECT_NE(store.status().message().find(": CLUSTER: read timed out after "), std::string::npos)
+      << store.status();
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 // that connection out again: the next request would read the wrong reply),
 // OpenSSL's error queue left empty after a failed TLS handshake (a dirty
 // queue makes later SSL_get_error calls on the thread, ours or the
-// application's, misread their results), and the streaming GET's hostile
-// replies. The cluster client against a fake node:
+// application's, misread their results), the streaming GET's hostile
+// replies, and the silence cap (RedisReplyLimits::max_silence) on reads,
+// plain and TLS, and on writes. The cluster client against a fake node:
 // store_redis_cluster_client_test.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -33,10 +34,13 @@
 #include <hiredis/hiredis.h>
 #include <openssl/err.h>
 
+#include <openssl/ssl.h>
+
 #include "store/redis_cluster_store.h"
 #include "store/redis_pool.h"
 #include "store/redis_tls.h"
 #include "unit/redis_fake_server.h"
+#include "unit/redis_tls_harness.h"
 
 namespace swa {
 namespace {
@@ -333,6 +337,111 @@ TEST(RedisConnection, AStreamingGetOfAHostileReplyIsAPreciseStatusAndNeverAnOutO
     ASSERT_TRUE(next.status.ok()) << next.status;
     EXPECT_EQ(next.bytes, in_step ? "FIRST-CONN" : "NEXT--CONN");
   }
+}
+
+// RedisReplyLimits::max_silence, plain and TLS: a reply whose bytes (over
+// TLS: the bytes of its one TLS record, so that OpenSSL sees a partial record
+// at each piece) come in 8 pieces 200 ms apart is read whole under a 1000 ms
+// silence cap although it takes 1.4 s; the next command, never answered, is
+// UNAVAILABLE "no byte for 300 ms" long before the 10 s timeout, naming the
+// server.
+TEST(RedisConnection, ASilenceCapCutsOffASilentServerButNotOneThatKeepsSending) {
+  testing::TlsFiles files;
+  ASSERT_TRUE(files.ok()) << files.error();
+  SSL_CTX* server_ctx = SSL_CTX_new(TLS_server_method());
+  ASSERT_NE(server_ctx, nullptr);
+  ASSERT_EQ(SSL_CTX_use_certificate_chain_file(server_ctx, files.path("server.crt").c_str()), 1);
+  ASSERT_EQ(SSL_CTX_use_PrivateKey_file(server_ctx, files.path("server.key").c_str(), SSL_FILETYPE_PEM), 1);
+  std::mt19937_64 rng(11);
+  std::string payload(3000, '\0');
+  for (char& c : payload) c = static_cast<char>('a' + rng() % 26);
+  for (const bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "TLS" : "plain");
+    FakeServer server([&](int fd, int) {
+      SSL* ssl = nullptr;
+      BIO* out = nullptr;  // TLS: the records SSL_write makes, sent by hand
+      std::string buf;
+      auto next_command = [&] {
+        if (!tls) return !ReadCommand(fd, &buf).empty();
+        char b[4096];
+        return SSL_read(ssl, b, sizeof b) > 0;  // a command is one short record
+      };
+      if (tls) {
+        ssl = SSL_new(server_ctx);
+        SSL_set_fd(ssl, fd);
+        if (SSL_accept(ssl) != 1) return SSL_free(ssl);
+        out = BIO_new(BIO_s_mem());
+        SSL_set0_wbio(ssl, out);  // owned by ssl now
+      }
+      if (next_command()) {
+        std::string wire = Bulk(payload);
+        if (tls) {
+          SSL_write(ssl, wire.data(), static_cast<int>(wire.size()));
+          wire.clear();
+          char b[4096];
+          for (int n; (n = BIO_read(out, b, sizeof b)) > 0;) wire.append(b, static_cast<size_t>(n));
+        }
+        const size_t piece = wire.size() / 8 + 1;
+        for (size_t at = 0; at < wire.size(); at += piece) {
+          if (at > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          if (!WriteAll(fd, std::string_view(wire).substr(at, piece))) break;
+        }
+        while (next_command()) {
+        }  // never answered
+      }
+      if (ssl != nullptr) SSL_free(ssl);
+    });
+    std::shared_ptr<const RedisTlsContext> client_tls;
+    if (tls) {
+      RedisTlsOptions o;
+      o.enabled = true;
+      o.ca_file = files.path("ca.crt");
+      absl::StatusOr<std::shared_ptr<const RedisTlsContext>> made = RedisTlsContext::Create(o, "test");
+      ASSERT_TRUE(made.ok()) << made.status();
+      client_tls = *made;
+    }
+    RedisConnectionPool pool = Pool(server, client_tls);
+    RedisReplyLimits limits{1 << 20, 0, 0};
+    limits.max_silence = absl::Milliseconds(1000);
+    absl::Time start = absl::Now();
+    absl::StatusOr<RedisReply> r = pool.Run({"GET", "slow"}, absl::Seconds(10), limits);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(ReplyText(**r) == payload);
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(1400)) << "the reply came faster than it was sent";
+    limits.max_silence = absl::Milliseconds(300);
+    start = absl::Now();
+    r = pool.Run({"GET", "never"}, absl::Seconds(10), limits);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "the silence cap did not cut the read off";
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << Text(r);
+    EXPECT_NE(r.status().message().find("fake redis 127.0.0.1:" + std::to_string(server.port()) +
+                                        ": GET: no byte for 300 ms"),
+              std::string::npos)
+        << r.status();
+    EXPECT_EQ(server.accepted(), 1);
+  }
+  SSL_CTX_free(server_ctx);
+}
+
+// A server that takes no byte of a command (it never reads: a 32 MiB SET
+// fills the socket buffers) is UNAVAILABLE "no byte taken for 300 ms" under a
+// 300 ms silence cap, not after the 10 s timeout.
+TEST(RedisConnection, ASilenceCapCutsOffAServerThatTakesNoByteOfTheCommand) {
+  std::atomic<bool> done{false};
+  FakeServer server([&](int, int) {
+    // Never reads (the client's close cannot reach it: its FIN waits behind
+    // the bytes the server does not take).
+    for (int i = 0; i < 1000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  RedisConnectionPool pool = Pool(server);
+  const std::string value(32 << 20, 'v');
+  RedisReplyLimits limits = kRedisShortReply;
+  limits.max_silence = absl::Milliseconds(300);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<RedisReply> r = pool.Run({"SET", "k", value}, absl::Seconds(10), limits);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "the silence cap did not cut the write off";
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << Text(r);
+  EXPECT_NE(r.status().message().find("SET: no byte taken for 300 ms"), std::string::npos) << r.status();
+  done = true;
 }
 
 }  // namespace
