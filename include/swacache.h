@@ -1763,9 +1763,10 @@ SWA_API swa_status_t swa_slot_save(swa_cache_t* cache, uint32_t slot, const uint
  *  `c >= valid_start` whose window history `c - W + 1 ... c - 1` the ring still
  *  holds. With `high` = one past the highest position the rings hold (at
  *  least written_end): `lo = max(0, valid_start)` while `high - R` is not above
- *  that, else `high - (R - W + 1)`. With swa_cache_set_save_compression() on,
- *  `lo` is also at least the smallest `c` whose open compressor window every
- *  saved compressor ring still holds (\ref sem_checkpoint). A slot with
+ *  that, else `high - (R - W + 1)`. With typed compressors, `lo` is also at
+ *  least the smallest `c` from which on every compressor ring (of every layer,
+ *  the compression state saved or not: swa_plan_build() checks them on the
+ *  restored slot too) still holds the open window (\ref sem_checkpoint). A slot with
  *  nothing saveable (valid_start > written_end, a slot prepared for replay)
  *  gives lo > hi.
  *  \param[in] cache The cache.

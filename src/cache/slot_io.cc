@@ -78,24 +78,40 @@ absl::Status ScatterPayload(const SlotIo& io, uint32_t slot, const uint8_t* src)
   return absl::OkStatus();
 }
 
-// A checkpoint at `position` with the compression section: every typed ring
-// of a stored layer must still hold the rows a step at `position` reads.
-absl::Status CheckCompressCheckpoint(const Layout& layout, const SlotState& state, uint32_t slot,
-                                     int32_t position) {
-  const int32_t high = plan::RingContentEnd(state.written_end, state.ring_high);
+// The checkpoint range of `state` with the typed compressor rings (every
+// layer's: swa_plan_build checks the rewind rule of each of them, saved in
+// the compression section or not, on the restored slot as on this one): lo
+// raised until every ring holds the window open at each c >= lo
+// (common/compress_math.h, CompressRewindOk). *limit: the layer whose ring
+// raised lo above the SWA ring's bound, -1 for none.
+CheckpointRange RangeWithCompressors(const Layout& layout, const SlotState& state,
+                                     int64_t* limit) {
+  CheckpointRange r = CheckpointRangeOf(state, layout.window(), layout.ring_len());
+  *limit = -1;
+  const int64_t high = plan::RingContentEnd(state.written_end, state.ring_high);
+  const int64_t floor = std::max<int64_t>(0, state.valid_start);
+  int64_t lo = r.lo;
   for (uint32_t i = 0; i < layout.num_layers(); ++i) {
     const LayerLayout& l = layout.layer(i);
-    if (!l.typed_compressor() || l.role != Role::kStored) continue;
+    if (!l.typed_compressor()) continue;
     const CompressGeometry g = l.compress_geometry();
-    if (!CompressRewindOk(g, position, state.valid_start, high))
-      return absl::OutOfRangeError(absl::StrFormat(
-          "checkpoint position %d of slot %u: the compressor ring of layer %u (%d rows) no "
-          "longer holds position %d, which the window open at %d starts with (highest written "
-          "%d); save the compression state at most N + 1 positions behind written_end",
-          position, slot, i, g.ring_len, CompressOldestNeeded(g, position, state.valid_start),
-          position, high));
+    // Every c passes while the ring holds max(0, v); otherwise c needs the
+    // first position of its open window, entry floor(c / rate), >= high - L.
+    const int64_t need = high - g.ring_len;
+    if (floor >= need) continue;
+    const int64_t rate = g.rate;
+    int64_t entry = (need + rate - 1) / rate;  // need > 0: the first entry starting at >= need
+    if (g.kind == CompressKind::kCsa) ++entry;  // a CSA window starts one stride earlier
+    int64_t lo_i = entry * rate;
+    if (floor == lo_i - 1) lo_i = floor;  // c = max(0, v) reads no ring row
+    if (lo_i > lo) {
+      lo = lo_i;
+      *limit = i;
+    }
   }
-  return absl::OkStatus();
+  // lo > hi (nothing saveable) stays so; positions are int32.
+  r.lo = static_cast<int32_t>(std::min<int64_t>(lo, std::numeric_limits<int32_t>::max()));
+  return r;
 }
 
 // nullopt: save the slot as it is; a value: a checkpoint at that position.
@@ -118,14 +134,25 @@ absl::Status SaveSlotImpl(const SlotIo& io, BlobStore& store, uint32_t slot,
   header.valid_start = state.valid_start;
   header.ring_high = state.ring_high;
   if (position.has_value()) {
-    const CheckpointRange range =
-        CheckpointRangeOf(state, io.layout->window(), io.layout->ring_len());
+    // Exactly the range swa_slot_checkpoint_range() reports.
+    int64_t limit = -1;
+    const CheckpointRange range = RangeWithCompressors(*io.layout, state, &limit);
     if (*position < range.lo || *position > range.hi) {
       if (range.lo > range.hi)
         return absl::OutOfRangeError(absl::StrFormat(
             "checkpoint position %d of slot %u: the slot has no checkpoint position now "
-            "(written_end = %d, valid_start = %d)",
-            *position, slot, state.written_end, state.valid_start));
+            "(written_end = %d, valid_start = %d, reachable range %d ... %d)",
+            *position, slot, state.written_end, state.valid_start, range.lo, range.hi));
+      if (limit >= 0 && *position < range.lo) {
+        const LayerLayout& l = io.layout->layer(static_cast<uint32_t>(limit));
+        const int32_t high = plan::RingContentEnd(state.written_end, state.ring_high);
+        return absl::OutOfRangeError(absl::StrFormat(
+            "checkpoint position %d of slot %u is outside the reachable range %d ... %d: the "
+            "compressor ring of layer %d (%u rows, rate %u) holds positions >= %d only "
+            "(highest written %d), and the window open at each c >= %d starts there or later",
+            *position, slot, range.lo, range.hi, limit, l.compress_len, l.compress_ratio,
+            high - static_cast<int32_t>(l.compress_len), high, range.lo));
+      }
       return absl::OutOfRangeError(absl::StrFormat(
           "checkpoint position %d of slot %u is outside the reachable range %d ... %d "
           "(written_end = %d, valid_start = %d, ring_high = %d, W = %u, R = %u: the ring must "
@@ -133,8 +160,6 @@ absl::Status SaveSlotImpl(const SlotIo& io, BlobStore& store, uint32_t slot,
           *position, slot, range.lo, range.hi, state.written_end, state.valid_start,
           state.ring_high, io.layout->window(), io.layout->ring_len()));
     }
-    if (io.compression)
-      SWA_RETURN_IF_ERROR(CheckCompressCheckpoint(*io.layout, state, slot, *position));
     // Positions position ... written_end - 1 stay in the rings like rejected
     // drafts: ring_high keeps them from being counted on after a restore.
     header.ring_high = std::max(state.written_end, state.ring_high);
@@ -173,27 +198,8 @@ CheckpointRange CheckpointRangeOf(const SlotState& state, uint32_t window, uint3
 }
 
 CheckpointRange CheckpointRangeOf(const SlotIo& io, const SlotState& state) {
-  CheckpointRange r = CheckpointRangeOf(state, io.layout->window(), io.layout->ring_len());
-  if (!io.compression) return r;
-  const int64_t high = plan::RingContentEnd(state.written_end, state.ring_high);
-  const int64_t floor = std::max<int64_t>(0, state.valid_start);
-  int64_t lo = r.lo;
-  for (uint32_t i = 0; i < io.layout->num_layers(); ++i) {
-    const LayerLayout& l = io.layout->layer(i);
-    if (!l.typed_compressor() || l.role != Role::kStored) continue;
-    const CompressGeometry g = l.compress_geometry();
-    // Every c passes while the ring holds max(0, v); otherwise c needs the
-    // first position of its open window, entry floor(c / rate), >= high - L.
-    const int64_t need = high - g.ring_len;
-    if (floor >= need) continue;
-    const int64_t rate = g.rate;
-    int64_t entry = (need + rate - 1) / rate;  // need > 0: the first entry starting at >= need
-    if (g.kind == CompressKind::kCsa) ++entry;  // a CSA window starts one stride earlier
-    lo = std::max(lo, entry * rate);
-  }
-  // lo > hi (nothing saveable) stays so; positions are int32.
-  r.lo = static_cast<int32_t>(std::min<int64_t>(lo, std::numeric_limits<int32_t>::max()));
-  return r;
+  int64_t limit = -1;
+  return RangeWithCompressors(*io.layout, state, &limit);
 }
 
 absl::Status SaveSlot(const SlotIo& io, BlobStore& store, uint32_t slot, std::string_view key) {

@@ -47,10 +47,11 @@ struct CheckpointRange {
 CheckpointRange CheckpointRangeOf(const SlotState& state, uint32_t window, uint32_t ring_len);
 
 // The range swa_slot_checkpoint_range() reports for `io`'s cache: the one
-// above, and with the compression section (io.compression) lo raised until
-// every saved compressor ring holds the window open at each c >= lo
-// (common/compress_math.h, CompressRewindOk), so that SaveSlotAt accepts
-// every c in lo ... hi.
+// above, with lo raised until every typed compressor ring (every layer's,
+// whether the compression section is saved or not: swa_plan_build applies
+// their rewind rule to the restored slot too) holds the window open at each
+// c >= lo (common/compress_math.h, CompressRewindOk). SaveSlotAt accepts
+// exactly the c in lo ... hi.
 CheckpointRange CheckpointRangeOf(const SlotIo& io, const SlotState& state);
 
 // SaveSlot of the slot as it stood at `position` (a checkpoint): the blob
