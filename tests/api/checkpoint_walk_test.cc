@@ -1,5 +1,5 @@
 // Checkpoints (docs/semantics.md, "Checkpoints") along random sequences with
-// rejected drafts, ring wraps, swa_slot_begin_replay and the compression
+// rejected drafts, ring wraps, swa_slot_begin_replay, raised valid_start and the compression
 // section on and off, through the public C API: at every point
 //  - every c in swa_slot_checkpoint_range()'s lo ... hi passes the planner's
 //    rewind rule (a step at q_start = c builds) and swa_slot_save_at()
@@ -319,6 +319,12 @@ TEST_P(CheckpointWalk, RangeAndRestoredContinuation) {
       q += ops[0].n;  // the drafts are still in written_end
       CheckRange(r, a, "after step " + std::to_string(i) + " to " + std::to_string(q));
       q -= ops[0].drafts;  // the next step rejects them
+      const int32_t cur = r.Info(a).valid_start;
+      if (rng() % 4 == 0 && q > cur) {  // valid_start raised, at most to the next q_start
+        const int32_t v = cur + 1 + int32_t(rng() % uint32_t(q - cur));
+        ASSERT_EQ(swa_slot_set_valid_start(r.cache, a, v), SWA_OK) << swa_last_error();
+        CheckRange(r, a, "after valid_start = " + std::to_string(v));
+      }
     }
     if (HasFatalFailure()) return;
     // A checkpoint at a random c of the range (the slot still holds rejected drafts).
@@ -346,6 +352,9 @@ TEST_P(CheckpointWalk, RangeAndRestoredContinuation) {
       ASSERT_FALSE(HasFatalFailure());
       p += n;
     }
+    const int32_t vb = r.Info(b).valid_start;
+    if (vb > r.Info(s).valid_start)
+      ASSERT_EQ(swa_slot_set_valid_start(r.cache, s, vb), SWA_OK) << swa_last_error();
     // Both continue the same way, past a full turn of every ring.
     const std::vector<Op> cont = RandomOps(rng, 14);
     std::vector<float> out_b, out_s;
