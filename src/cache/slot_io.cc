@@ -95,6 +95,8 @@ CheckpointRange RangeWithCompressors(const Layout& layout, const SlotState& stat
     const LayerLayout& l = layout.layer(i);
     if (!l.typed_compressor()) continue;
     const CompressGeometry g = l.compress_geometry();
+    // HCA at rate 1: the window open at c is c alone, no ring row is read.
+    if (g.kind == CompressKind::kHca && g.rate == 1) continue;
     // Every c passes while the ring holds max(0, v); otherwise c needs the
     // first position of its open window, entry floor(c / rate), >= high - L.
     const int64_t need = high - g.ring_len;

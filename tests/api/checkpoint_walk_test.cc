@@ -87,7 +87,7 @@ struct Rig {
   // (layer, compressor, entry) -> values; attention outputs appended in order.
   using Entries = std::map<std::tuple<uint32_t, uint32_t, int32_t>, std::vector<float>>;
 
-  Rig(bool save_compression, uint32_t ring_len, bool dropped = false)
+  Rig(bool save_compression, uint32_t ring_len, bool dropped = false, uint32_t dropped_rate = 2)
       : n_layers(dropped ? 4 : 3), compression(save_compression) {
     for (auto& l : d) {
       swa_layer_desc_init(&l);
@@ -106,7 +106,7 @@ struct Rig {
     d[0].compress_kind = SWA_COMPRESS_HCA;
     d[1].compress_kind = SWA_COMPRESS_CSA;
     d[1].index_head_dim = 4;
-    d[3].compress_ratio = 2;
+    d[3].compress_ratio = dropped_rate;
     d[3].compress_head_dim = kD;
     d[3].compress_kind = SWA_COMPRESS_HCA;
     d[3].role = SWA_LAYER_DROPPED;
@@ -409,6 +409,23 @@ TEST(CheckpointWalkDropped, DroppedCompressorBoundsTheRange) {
     EXPECT_NE(std::string(swa_last_error()).find("compressor ring of layer 3"), std::string::npos)
         << swa_last_error();
   }
+}
+
+// An HCA ring at rate 1 never reads a ring row (the window open at c is c
+// alone): it does not bound the range, which the stored rings then set (20).
+TEST(CheckpointWalkDropped, RateOneHcaDoesNotBoundTheRange) {
+  Rig r(true, 16, true, 1);
+  uint32_t a;
+  ASSERT_EQ(swa_slot_alloc(r.cache, &a), SWA_OK);
+  std::vector<float> out;
+  Rig::Entries e;
+  r.Run(a, 0, {{9, 0}, {9, 0}, {8, 0}}, &out, &e);  // E = 26
+  ASSERT_FALSE(HasFatalFailure());
+  CheckRange(r, a, "E = 26");
+  int32_t lo = -1, hi = -1;
+  ASSERT_EQ(swa_slot_checkpoint_range(r.cache, a, &lo, &hi), SWA_OK);
+  EXPECT_EQ(lo, 20);  // the rate-1 ring alone would give 26 - 3 = 23
+  EXPECT_EQ(hi, 26);
 }
 
 INSTANTIATE_TEST_SUITE_P(
