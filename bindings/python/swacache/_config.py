@@ -57,10 +57,16 @@ class Layer:
         for f in fields(self):
             v = getattr(self, f.name)
             ctype = dict(L.LayerDesc._fields_)[f.name]
-            try:
-                setattr(out, f.name, float(v) if ctype is ctypes.c_float else int(v))
-            except (TypeError, ValueError, OverflowError) as e:
-                raise InvalidArgumentError(f"Layer.{f.name}: bad value {v!r}: {e}") from None
+            if ctype is ctypes.c_float:
+                try:
+                    setattr(out, f.name, float(v))
+                except (TypeError, ValueError, OverflowError) as e:
+                    raise InvalidArgumentError(f"Layer.{f.name}: bad value {v!r}: {e}") from None
+            else:
+                # ctypes would keep the low 32 bits of an out-of-range int and
+                # truncate a float: check the range here, naming the value.
+                conv = _i32 if ctype in (ctypes.c_int32, ctypes.c_int) else _u32
+                setattr(out, f.name, conv(f"Layer.{f.name}", v))
 
 
 @dataclass
@@ -96,9 +102,9 @@ class Config:
         for name in ("window", "draft_tokens", "ring_len", "alignment", "max_slots",
                      "num_threads"):
             setattr(c, name, _u32(f"Config.{name}", getattr(self, name)))
-        c.backend = int(self.backend)
+        c.backend = _i32("Config.backend", self.backend)
         c.device = _i32("Config.device", self.device)
-        c.scale_mode = int(self.scale_mode)
+        c.scale_mode = _i32("Config.scale_mode", self.scale_mode)
         layers = list(self.layers)
         arr = (L.LayerDesc * max(1, len(layers)))()
         for i, layer in enumerate(layers):

@@ -37,7 +37,7 @@ from .errors import (
     error_for,
 )
 
-from ._util import _check, _i32, _key, _lib, _struct_dict, _u32  # noqa: F401
+from ._util import _check, _i32, _int, _key, _lib, _struct_dict, _u32  # noqa: F401
 
 # ---- stores --------------------------------------------------------------------
 
@@ -155,9 +155,10 @@ class MemoryStore(BuiltinStore):
         c = L.MemoryConfig()
         _lib.swa_store_memory_config_init(byref(c))
         if budget_bytes is not None:
-            if int(budget_bytes) < 0:
-                raise InvalidArgumentError(f"budget_bytes: must be >= 0, got {budget_bytes}")
-            c.budget_bytes = int(budget_bytes)
+            b = _int("budget_bytes", budget_bytes)
+            if not 0 <= b < 2**64:
+                raise InvalidArgumentError(f"budget_bytes: must be in [0, 2**64), got {b}")
+            c.budget_bytes = b
         t = L.KvStore()
         _lib.swa_kv_store_init(byref(t))
         _check(_lib.swa_store_memory_create(byref(c), byref(t)))

@@ -4,6 +4,7 @@ checks, integer and key conversions, version calls."""
 from __future__ import annotations
 
 import ctypes
+import operator
 from typing import Any, Dict, Union
 
 import numpy as np
@@ -22,21 +23,25 @@ def _check(status: int) -> None:
         raise error_for(status, (_lib.swa_last_error() or b"").decode("utf-8", "replace"))
 
 
-def _u32(name: str, v: Any) -> int:
+def _int(name: str, v: Any) -> int:
+    """``v`` as a Python int: ints, bools, NumPy integers and IntEnums; a float
+    (even 3.0), a string or anything else without ``__index__`` is refused
+    rather than truncated or parsed."""
     try:
-        iv = int(v)
-    except (TypeError, ValueError):
+        return operator.index(v)
+    except TypeError:
         raise InvalidArgumentError(f"{name}: expected an integer, got {v!r}") from None
+
+
+def _u32(name: str, v: Any) -> int:
+    iv = _int(name, v)
     if not 0 <= iv <= 0xFFFFFFFF:
         raise InvalidArgumentError(f"{name}: {iv} does not fit in uint32")
     return iv
 
 
 def _i32(name: str, v: Any) -> int:
-    try:
-        iv = int(v)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"{name}: expected an integer, got {v!r}") from None
+    iv = _int(name, v)
     if not -(2**31) <= iv < 2**31:
         raise InvalidArgumentError(f"{name}: {iv} does not fit in int32")
     return iv
