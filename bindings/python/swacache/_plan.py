@@ -59,16 +59,29 @@ class Plan:
         self._lock = threading.RLock()
         self.cache = cache
         h = c_void_p()
+        o = None
         if use_options:
             o = L.PlanOptions()
             _lib.swa_plan_options_init(byref(o))
-            o.index_pad = int(index_pad)
+            o.index_pad = _i32("index_pad", index_pad)
             o.materialize_index = 1 if materialize_index else 0
-            _check(cache._call(_lib.swa_plan_create_with_options, byref(o), byref(h)))
-        else:
-            _check(cache._call(_lib.swa_plan_create, byref(h)))
-        self._handle = h.value
-        cache._plans.add(self)
+
+        def create(ch: int) -> int:
+            # Registered inside the counted call: a close() on another thread
+            # waits for it and then closes this plan too. Registered after the
+            # call returned, a close() in between destroyed the cache without
+            # it, and the plan was never destroyed (its __del__ skips plans of
+            # a closed cache).
+            if o is not None:
+                st = _lib.swa_plan_create_with_options(ch, byref(o), byref(h))
+            else:
+                st = _lib.swa_plan_create(ch, byref(h))
+            if st == 0:
+                self._handle = h.value
+                cache._plans.add(self)
+            return st
+
+        _check(cache._call(create))
 
     @property
     def handle(self) -> int:
