@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,7 +47,8 @@ absl::Status BlobStore::Put(std::string_view key, absl::Span<const ConstByteSpan
 
 absl::StatusOr<uint64_t> BlobStore::Get(std::string_view key, absl::Span<const ByteSpan> pieces) {
   const std::string full = FullKey(key);
-  absl::StatusOr<uint64_t> size = store_->Get(full, pieces);
+  // Unverified: a tiered store must not copy it into a faster tier.
+  absl::StatusOr<uint64_t> size = store_->GetVerified(full, pieces, nullptr, nullptr);
   if (!size.ok()) return Named(size.status(), "get", full);
   return size;
 }
@@ -135,32 +137,44 @@ absl::StatusOr<BlobHeader> BlobStore::ReadBlob(std::string_view key, const BlobE
   if (tagged())
     check = std::make_unique<StreamingTagCheck>(*security_.secret, full, header_buf, payload_buf,
                                                 keyed.payload_bytes, security_.tag_threads);
-  absl::StatusOr<uint64_t> blob_size;
-  if (tagged()) {
-    blob_size = store_->GetStreaming(full, pieces, [&check](uint64_t n) { check->Landed(n); });
-    if (!blob_size.ok()) blob_size = Named(blob_size.status(), "get", full);
-  } else {
-    blob_size = Get(key, absl::MakeConstSpan(pieces, 2));
-  }
-  if (!blob_size.ok()) return blob_size.status();
+  // Verified inside the get, so that a store which copies what it read (a
+  // tiered store's promotion) copies only a blob accepted here.
+  absl::StatusOr<BlobHeader> verified = absl::InternalError("blob not verified");
+  bool verify_ran = false;
+  auto verify = [&]() -> absl::Status {
+    verify_ran = true;
+    if (tagged()) {
+      // The tag first: nothing an adversary wrote is interpreted before it holds.
+      absl::Status auth = check->Verify(tag_buf);
+      if (!auth.ok()) return (verified = named(auth)).status();
+      keyed.authenticated = true;  // the tag covers all the CRC covers
+    }
+    absl::StatusOr<BlobHeader> h = VerifyBlob(header_buf, payload_buf, keyed.payload_bytes, keyed);
+    if (!h.ok()) return (verified = named(h.status())).status();
+    const bool has_tag = (h->flags & kBlobFlagTagged) != 0;
+    if (has_tag && !tagged())
+      return (verified = named(absl::DataLossError(
+                  "blob is flagged as HMAC-tagged but arrived without its tag (stripped), or was "
+                  "saved by a cache with a store secret; this cache has none")))
+          .status();
+    if (!has_tag && tagged())  // only a writer holding the secret could get here
+      return (verified = named(absl::DataLossError("blob has a valid tag but is not flagged as tagged")))
+          .status();
+    verified = *h;
+    return absl::OkStatus();
+  };
+  const size_t n_pieces = tagged() ? 3 : 2;
+  std::function<void(uint64_t)> landed;
+  if (tagged()) landed = [&check](uint64_t n) { check->Landed(n); };
+  absl::StatusOr<uint64_t> blob_size =
+      store_->GetVerified(full, absl::MakeConstSpan(pieces, n_pieces), landed, verify);
+  if (verify_ran && !verified.ok()) return verified.status();  // refused, as the store returned it
+  if (!blob_size.ok()) return Named(blob_size.status(), "get", full);
   if (*blob_size != BlobBytes(keyed.payload_bytes))
     return ExplainSizeMismatch(key, *blob_size, keyed);
-  if (tagged()) {
-    // The tag first: nothing an adversary wrote is interpreted before it holds.
-    absl::Status auth = check->Verify(tag_buf);
-    if (!auth.ok()) return named(auth);
-    keyed.authenticated = true;  // the tag covers all the CRC covers
-  }
-  absl::StatusOr<BlobHeader> h = VerifyBlob(header_buf, payload_buf, keyed.payload_bytes, keyed);
-  if (!h.ok()) return named(h.status());
-  const bool has_tag = (h->flags & kBlobFlagTagged) != 0;
-  if (has_tag && !tagged())
-    return named(absl::DataLossError(
-        "blob is flagged as HMAC-tagged but arrived without its tag (stripped), or was saved "
-        "by a cache with a store secret; this cache has none"));
-  if (!has_tag && tagged())  // only a writer holding the secret could get here
-    return named(absl::DataLossError("blob has a valid tag but is not flagged as tagged"));
-  return h;
+  // A store that filled the pieces without calling verify: verify here.
+  if (!verify_ran) SWA_RETURN_IF_ERROR(verify());
+  return verified;
 }
 
 absl::Status BlobStore::ExplainSizeMismatch(std::string_view key, uint64_t blob_size,

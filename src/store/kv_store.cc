@@ -28,6 +28,16 @@ absl::StatusOr<uint64_t> KvStore::GetStreaming(std::string_view key,
   return size;
 }
 
+absl::StatusOr<uint64_t> KvStore::GetVerified(std::string_view key,
+                                              absl::Span<const ByteSpan> pieces,
+                                              const std::function<void(uint64_t)>& landed,
+                                              const std::function<absl::Status()>& verify) {
+  absl::StatusOr<uint64_t> size = GetStreaming(key, pieces, landed);
+  if (!size.ok() || *size != TotalBytes(pieces) || !verify) return size;
+  if (absl::Status s = verify(); !s.ok()) return s;
+  return size;
+}
+
 uint64_t TotalBytes(absl::Span<const ConstByteSpan> pieces) {
   uint64_t total = 0;
   for (ConstByteSpan p : pieces) total += p.size();

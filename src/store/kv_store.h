@@ -43,6 +43,16 @@ class KvStore {
   virtual absl::StatusOr<uint64_t> GetStreaming(std::string_view key,
                                                 absl::Span<const ByteSpan> pieces,
                                                 const std::function<void(uint64_t)>& landed);
+  // GetStreaming, then, when the blob filled the pieces, `verify()` on the
+  // bytes in them: its error is returned as it is. A store that copies what
+  // it read into another store (the tiered store's promotion) copies only a
+  // blob that `verify` accepted, and never one read without a `verify`
+  // (null): a blob the reader refuses must not outlive the refusal elsewhere.
+  // The default: GetStreaming, then verify.
+  virtual absl::StatusOr<uint64_t> GetVerified(std::string_view key,
+                                               absl::Span<const ByteSpan> pieces,
+                                               const std::function<void(uint64_t)>& landed,
+                                               const std::function<absl::Status()>& verify);
   virtual absl::StatusOr<bool> Exists(std::string_view key) = 0;
   // NOT_FOUND when there is no blob under `key`.
   virtual absl::Status Remove(std::string_view key) = 0;

@@ -95,6 +95,21 @@ void TieredStore::Promote(std::string_view key, absl::Span<const ByteSpan> piece
 }
 
 absl::StatusOr<uint64_t> TieredStore::Get(std::string_view key, absl::Span<const ByteSpan> pieces) {
+  return Read(key, pieces, nullptr, nullptr, /*promote_unverified=*/true);
+}
+
+absl::StatusOr<uint64_t> TieredStore::GetVerified(std::string_view key,
+                                                  absl::Span<const ByteSpan> pieces,
+                                                  const std::function<void(uint64_t)>& landed,
+                                                  const std::function<absl::Status()>& verify) {
+  return Read(key, pieces, landed, verify, /*promote_unverified=*/false);
+}
+
+absl::StatusOr<uint64_t> TieredStore::Read(std::string_view key,
+                                           absl::Span<const ByteSpan> pieces,
+                                           const std::function<void(uint64_t)>& landed,
+                                           const std::function<absl::Status()>& verify,
+                                           bool promote_unverified) {
   absl::ReaderMutexLock lock(&KeyLock(key));
   absl::Status first_error;
   for (size_t i = 0; i < tiers_.size(); ++i) {
@@ -104,8 +119,16 @@ absl::StatusOr<uint64_t> TieredStore::Get(std::string_view key, absl::Span<const
     if (size.ok()) {
       ++c.hits;
       c.bytes_read += *size;
-      // Only a blob that filled the buffers whole can be copied up.
-      if (i > 0 && *size == TotalBytes(pieces)) Promote(key, pieces, i);
+      // Only a blob that filled the buffers whole can be copied up, and only
+      // one the reader accepted (under the key lock: no put came between).
+      if (*size != TotalBytes(pieces)) return size;
+      if (landed) landed(*size);
+      if (verify) {
+        if (absl::Status s = verify(); !s.ok()) return s;
+      } else if (!promote_unverified) {
+        return size;
+      }
+      if (i > 0) Promote(key, pieces, i);
       return size;
     }
     if (absl::IsNotFound(size.status())) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,12 @@ class TieredStore final : public KvStore {
   // tier that fails is skipped; its error is returned only when no later tier
   // has the key.
   absl::StatusOr<uint64_t> Get(std::string_view key, absl::Span<const ByteSpan> pieces) override;
+  // Get, but a hit from a slower tier is promoted only after `verify()`
+  // accepted it (never without a `verify`); its error is returned, and the
+  // faster tiers are left as they were.
+  absl::StatusOr<uint64_t> GetVerified(std::string_view key, absl::Span<const ByteSpan> pieces,
+                                       const std::function<void(uint64_t)>& landed,
+                                       const std::function<absl::Status()>& verify) override;
   // True when any unfenced tier has the key; a tier's error only when none does.
   absl::StatusOr<bool> Exists(std::string_view key) override;
   // Removes from the slowest tier first: its failure (other than NOT_FOUND)
@@ -79,6 +86,11 @@ class TieredStore final : public KvStore {
   absl::Status Named(size_t tier, const absl::Status& status) const;
   absl::Mutex& KeyLock(std::string_view key) const;
   void Promote(std::string_view key, absl::Span<const ByteSpan> pieces, size_t below);
+  // Get and GetVerified; `promote_unverified` promotes a whole hit without a `verify`.
+  absl::StatusOr<uint64_t> Read(std::string_view key, absl::Span<const ByteSpan> pieces,
+                                const std::function<void(uint64_t)>& landed,
+                                const std::function<absl::Status()>& verify,
+                                bool promote_unverified);
   // After a failed write into faster tier `tier`: clear the key there, or
   // fence it when that fails too.
   void ClearOrFence(size_t tier, std::string_view key);

@@ -198,6 +198,49 @@ TEST(TieredStore, SlotRoundTripAndCorruptionBelowTheFront) {
   EXPECT_GE(tiered->Stats(1).hits, 2u);
 }
 
+// A blob the restore refuses is never copied into a faster tier: a bad read
+// from the slow tier (a flipped bit in transit) must not leave a copy in the
+// front that fails every later restore while the tier of record is sound.
+TEST(TieredStore, ARefusedBlobIsNeverPromoted) {
+  TwoTiers t;
+  auto* tiered = t.store.get();
+  auto cache = testing::MakeCache();
+  std::mt19937_64 rng(41);
+  testing::FillRandom(cache->pool(), cache->layout().pool_bytes(), rng);
+  const uint32_t a = *cache->slots().Alloc(), b = *cache->slots().Alloc();
+  ASSERT_TRUE(cache->slots().Set(a, {true, 517, 400}).ok());
+  cache->SetStore(std::make_shared<BlobStore>(std::move(t.store), cache->layout().fingerprint()));
+  ASSERT_TRUE(testing::Save(*cache, a, "seq").ok());
+  const std::string full = (*cache->store())->FullKey("seq");
+  ASSERT_TRUE(tiered->tier(0).Remove(full).ok());  // evicted from the front
+  const std::vector<uint8_t> before = testing::PoolBytes(*cache);
+  for (int64_t bit : {64 * 8 + 3, 5 * 8 + 1}) {  // a payload bit, a header bit
+    t.back_faults->flip_bit = bit;
+    EXPECT_FALSE(testing::Restore(*cache, b, "seq").ok()) << bit;
+    EXPECT_TRUE(testing::PoolBytes(*cache) == before) << bit;
+    EXPECT_FALSE(*tiered->tier(0).Exists(full)) << "bit " << bit << ": promoted a refused blob";
+    EXPECT_EQ(tiered->Stats(0).promotions, 0u);
+  }
+  // A blob of another size (another layout's, or this one's with a tag) read
+  // whole to explain the mismatch is not promoted either.
+  t.back_faults->flip_bit = -1;
+  t.back_faults->extend_by = 32;
+  EXPECT_FALSE(testing::Restore(*cache, b, "seq").ok());
+  EXPECT_FALSE(*tiered->tier(0).Exists(full)) << "promoted a blob of the wrong size";
+  // The slow tier reads soundly again: the restore succeeds, and only now is
+  // the blob promoted.
+  t.back_faults->extend_by = 0;
+  ASSERT_TRUE(testing::Restore(*cache, b, "seq").ok());
+  EXPECT_TRUE(std::equal(cache->slot_base(a), cache->slot_base(a) + cache->layout().stored_bytes(),
+                         cache->slot_base(b)));
+  EXPECT_EQ(cache->slots().Get(b)->written_end, 517);
+  EXPECT_TRUE(*tiered->tier(0).Exists(full));
+  EXPECT_EQ(tiered->Stats(0).promotions, 1u);
+  // The promoted copy answers the next restore by itself.
+  t.back_faults->fail_get = static_cast<int>(absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(testing::Restore(*cache, b, "seq").ok());
+}
+
 // ---- C calls ----
 
 struct Counted {
