@@ -81,18 +81,26 @@ class BuiltinStore:
 
     def __init__(self, table: L.KvStore) -> None:
         self._table: Optional[L.KvStore] = table
-        self._state = "owned"  # owned | attached | tier | released
+        self._state = "owned"  # owned | handing over | attached | tier | released
         self._owner: Any = None
+        # Makes the hand-over atomic: two threads attaching one store (to two
+        # caches, or a cache and a tiered store), or a close() racing an
+        # attach, would otherwise both pass the "owned" check while the GIL is
+        # released in the C call, and two owners release the table twice.
+        self._hand_lock = threading.Lock()
 
     # ownership transitions
     def _take(self, what: str) -> L.KvStore:
-        if self._state != "owned" or self._table is None:
-            raise FailedPreconditionError(f"{what}: this {self._kind} store is "
-                                          f"{self._state}; a store can be handed over once")
-        return self._table
+        with self._hand_lock:
+            if self._state != "owned" or self._table is None:
+                raise FailedPreconditionError(f"{what}: this {self._kind} store is "
+                                              f"{self._state}; a store can be handed over once")
+            self._state = "handing over"
+            return self._table
 
     def _untake(self, table: L.KvStore) -> None:
-        self._state = "owned"
+        with self._hand_lock:
+            self._state = "owned"
 
     def _attached_to(self, cache: Cache) -> None:
         self._state, self._owner = "attached", weakref.ref(cache)
@@ -127,11 +135,17 @@ class BuiltinStore:
 
     def close(self) -> None:
         """Drop a store that was never handed over (calls its ``release``)."""
-        if self._state == "owned" and self._table is not None:
+        self._release_if_owned()
+
+    def _release_if_owned(self) -> bool:
+        with self._hand_lock:
+            if self._state != "owned" or self._table is None:
+                return False
             t, self._table = self._table, None
             self._state = "released"
-            if t.release:
-                t.release(t.user_data)
+        if t.release:
+            t.release(t.user_data)
+        return True
 
     def __enter__(self) -> "BuiltinStore":
         return self
@@ -287,11 +301,16 @@ class TieredStore(BuiltinStore):
         tiers = list(tiers)
         arr = (L.KvStore * max(1, len(tiers)))()
         uids: List[int] = []
+        taken: List[BuiltinStore] = []
         try:
             for i, s in enumerate(tiers):
                 if isinstance(s, BuiltinStore):
-                    ctypes.memmove(byref(arr[i]), byref(s._take(f"tiers[{i}]")),
-                                   sizeof(L.KvStore))
+                    if any(s is x for x in taken):
+                        raise InvalidArgumentError(f"tiers[{i}]: the same {s._kind} store "
+                                                   "is given twice")
+                    table = s._take(f"tiers[{i}]")
+                    taken.append(s)
+                    ctypes.memmove(byref(arr[i]), byref(table), sizeof(L.KvStore))
                 elif isinstance(s, Store):
                     table, uid = _register(s)
                     uids.append(uid)
@@ -306,9 +325,11 @@ class TieredStore(BuiltinStore):
             t = L.KvStore()
             _lib.swa_kv_store_init(byref(t))
             _check(_lib.swa_store_tiered_create(byref(c), byref(t)))
-        except Exception:
+        except BaseException:
             for uid in uids:
                 _REGISTRY.pop(uid, None)
+            for s in taken:
+                s._untake(s._table)
             raise
         super().__init__(t)
         self.tiers = tiers
@@ -324,9 +345,7 @@ class TieredStore(BuiltinStore):
         return TierStats(**_struct_dict(out))
 
     def close(self) -> None:
-        was_owned = self._state == "owned" and self._table is not None
-        super().close()
-        if was_owned:
+        if self._release_if_owned():
             for s in self.tiers:
                 if isinstance(s, BuiltinStore):
                     s._mark_released()
