@@ -112,15 +112,19 @@ class Cache:
         # that outlives it (and pins the handle) does not keep it alive.
         store_box: List[Optional[object]] = [None]
         self._store_box = store_box
+        # A caller-provided pool lives as long as the handle, not the Cache:
+        # ring() arrays pin the handle and view the pool, and config.pool may
+        # be reassigned. Held by the destroy (so by the handle's _Life).
+        pool_box: List[Any] = [(config.pool, _keep)]
 
         def destroy(handle: int) -> None:
             _lib.swa_cache_destroy(handle)
+            pool_box[0] = None
             store, store_box[0] = store_box[0], None
             if isinstance(store, BuiltinStore):
                 store._mark_released()
 
         self._life = _Life("cache", h.value, destroy)
-        self._pool = config.pool
         self._plans: "weakref.WeakSet[Plan]" = weakref.WeakSet()
         self._lock = threading.Lock()
         self.layout = self._read_layout()
@@ -169,7 +173,6 @@ class Cache:
                 p._close_for_cache()
 
         self._life.close(close_plans)
-        self._pool = None
 
     def __enter__(self) -> "Cache":
         return self
