@@ -105,6 +105,26 @@ def rope_apply(layer: Layer, x: Any, positions: Any, *, inverse: bool = False,
     return x
 
 
+def _span(t: TensorArg) -> Tuple[int, int]:
+    return t.ptr, t.ptr + t.numel * t.itemsize
+
+
+def _check_merge_overlaps(ta: TensorArg, tb: TensorArg, tla: TensorArg, tlb: TensorArg,
+                          to: TensorArg, tl: Optional[TensorArg]) -> None:
+    """An output may be exactly one of its inputs (out: out_a or out_b; lse: lse_a
+    or lse_b), never overlap anything else: the merge reads rows after writing
+    earlier ones, so a shifted output returned OK with wrong values."""
+    pairs = [(to, ta, True), (to, tb, True), (to, tla, False), (to, tlb, False)]
+    if tl is not None:
+        pairs += [(tl, tla, True), (tl, tlb, True), (tl, ta, False), (tl, tb, False),
+                  (tl, to, False)]
+    for o, i, exact_ok in pairs:
+        (o0, o1), (i0, i1) = _span(o), _span(i)
+        if o0 < i1 and i0 < o1 and not (exact_ok and (o0, o1) == (i0, i1)):
+            raise InvalidArgumentError(f"{o.name}: overlaps {i.name} without being it (an "
+                                       "output may only be exactly one of its inputs)")
+
+
 def merge_args(out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any,
                lse: Any) -> Tuple[L.MergeArgs, Any, Sequence[TensorArg]]:
     """The checked ``swa_merge_args_t`` of a merge, the output, and the tensors."""
@@ -139,6 +159,7 @@ def merge_args(out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any,
         if tl.numel != rows:
             raise InvalidArgumentError(f"lse: expected {rows} elements, got {tl.numel}")
         tensors.append(tl)
+    _check_merge_overlaps(ta, tb, tla, tlb, to, tl)
     args = L.MergeArgs()
     _lib.swa_merge_args_init(byref(args))
     args.rows, args.head_dim, args.dtype = rows, head_dim, dt
