@@ -115,7 +115,8 @@ absl::StatusOr<uint64_t> TieredStore::Read(std::string_view key,
   for (size_t i = 0; i < tiers_.size(); ++i) {
     if (Fenced(i, key)) continue;
     Counters& c = *tiers_[i].counters;
-    absl::StatusOr<uint64_t> size = tiers_[i].store->Get(key, pieces);
+    // Unverified here (a tiered store as a tier promotes nothing inside it).
+    absl::StatusOr<uint64_t> size = tiers_[i].store->GetVerified(key, pieces, nullptr, nullptr);
     if (size.ok()) {
       ++c.hits;
       c.bytes_read += *size;
