@@ -27,6 +27,7 @@
 #include "store/blob.h"
 #include "store/blob_auth.h"
 #include "store/blob_store.h"
+#include "store/blob_tag_stream.h"
 #include "store/hash_workers.h"
 #include "store/memory_store.h"
 #include "unit/store_test_util.h"
@@ -358,6 +359,52 @@ TEST(HashWorkers, ChunkStreamRunsReadyIndicesOnly) {
   std::atomic<int> ran{0};
   { ChunkStream dropped(5, 2, [&](size_t) { ran.fetch_add(1); }); }
   EXPECT_EQ(ran.load(), 0);
+}
+
+// The restore's check as a blob lands (StreamingTagCheck): payloads that end
+// exactly on a chunk boundary, one byte either side of it, or are empty,
+// landed once whole, at every chunk boundary, or byte by byte: the sound blob
+// verifies; its last payload byte flipped, or another tag, is refused.
+TEST(StoreAuthChunked, StreamingCheckAtChunkBoundaries) {
+  std::shared_ptr<const BlobSecret> secret = *BlobSecret::Create(kSecret, "secret");
+  std::mt19937_64 rng(123);
+  constexpr int kLog2 = 6;
+  for (size_t len : {0, 1, 63, 64, 65, 128, 191, 192, 193}) {
+    std::vector<uint8_t> payload(len);
+    FillRandom(payload.data(), len, rng);
+    const std::vector<uint8_t> header = Header(payload, kLog2);
+    uint8_t tag[kBlobTagBytes];
+    ASSERT_TRUE(secret->TagChunked(header.data(), kFullKey, payload.data(), len, kLog2, 2, tag).ok());
+    uint8_t other[kBlobTagBytes];
+    std::memcpy(other, tag, sizeof other);
+    other[kBlobTagBytes - 1] ^= 1;
+    const uint64_t total = kBlobHeaderBytes + len + kBlobTagBytes;
+    for (int schedule = 0; schedule < 3; ++schedule) {
+      std::vector<uint64_t> marks;
+      if (schedule == 0) {
+        marks = {total};
+      } else if (schedule == 1) {
+        for (uint64_t at = 0; at <= len; at += 64) marks.push_back(kBlobHeaderBytes + at);
+        marks.push_back(kBlobHeaderBytes + len);
+        marks.push_back(total);
+      } else {
+        for (uint64_t n = 0; n <= total; ++n) marks.push_back(n);
+      }
+      for (int variant = 0; variant < 3; ++variant) {  // sound, last byte flipped, other tag
+        if (variant == 1 && len == 0) continue;
+        std::vector<uint8_t> p = payload;
+        if (variant == 1) p[len - 1] ^= 0x10;
+        StreamingTagCheck check(*secret, kFullKey, header.data(), p.data(), len, 2);
+        for (uint64_t n : marks) check.Landed(n);
+        const absl::Status st = check.Verify(variant == 2 ? other : tag);
+        if (variant == 0)
+          EXPECT_TRUE(st.ok()) << "len " << len << ", schedule " << schedule << ": " << st;
+        else
+          EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss)
+              << "len " << len << ", schedule " << schedule << ", variant " << variant;
+      }
+    }
+  }
 }
 
 // A cache that saves chunked tags restores single-pass blobs (saved as
