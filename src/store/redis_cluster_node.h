@@ -79,11 +79,12 @@ class RedisNode {
   }
 
   // RedisConnectionPool::RunPipeline: every command sent before any reply is
-  // read (one round trip), each reply within `limits`; failures name the node.
-  absl::StatusOr<std::vector<RedisReply>> RunPipeline(
-      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout,
-      const RedisReplyLimits& limits) {
-    return pool_.RunPipeline(commands, timeout, limits);
+  // read (one round trip), each reply within `limits`, the replies read
+  // before a failure kept in `*replies`; failures name the node.
+  absl::Status RunPipeline(const std::vector<std::vector<std::string_view>>& commands,
+                           absl::Duration timeout, const RedisReplyLimits& limits,
+                           std::vector<RedisReply>* replies) {
+    return pool_.RunPipeline(commands, timeout, limits, replies);
   }
   // Closes every idle connection (after the node failed once, the others are
   // likely dead too).

@@ -371,11 +371,12 @@ absl::StatusOr<int64_t> RedisClusterStore::FirstPresent(absl::Span<const std::st
     std::vector<std::vector<std::string_view>> commands;
     commands.reserve(by_shard[s].size());
     for (size_t i : by_shard[s]) commands.push_back({"EXISTS", keys[i]});
-    absl::StatusOr<std::vector<RedisReply>> replies =
-        map->shards[s].master->RunPipeline(commands, timeout, kRedisShortReply);  // :0 or :1 each
-    if (!replies.ok()) continue;  // these keys take the per-key path below
-    for (size_t j = 0; j < replies->size(); ++j) {
-      const redisReply& r = *(*replies)[j];
+    // :0 or :1 each. When the pipeline fails, the replies read before the
+    // failure still answer their keys; the others take the per-key path below.
+    std::vector<RedisReply> replies;
+    (void)map->shards[s].master->RunPipeline(commands, timeout, kRedisShortReply, &replies);
+    for (size_t j = 0; j < replies.size(); ++j) {
+      const redisReply& r = *replies[j];
       if (r.type == REDIS_REPLY_INTEGER) answer[by_shard[s][j]] = r.integer != 0 ? 1 : 0;
     }
   }

@@ -113,24 +113,24 @@ absl::StatusOr<RedisConnectionPool::Connection> RedisConnectionPool::Take(absl::
   return Connect(timeout);
 }
 
-absl::StatusOr<std::vector<RedisReply>> RedisConnectionPool::RunPipeline(
+absl::Status RedisConnectionPool::RunPipeline(
     const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout,
-    const RedisReplyLimits& limits) {
-  std::vector<RedisReply> replies;
-  if (commands.empty()) return replies;
+    const RedisReplyLimits& limits, std::vector<RedisReply>* replies) {
+  replies->clear();
+  if (commands.empty()) return absl::OkStatus();
   absl::StatusOr<Connection> taken = Take(std::min(timeout, limits.max_silence));
   if (!taken.ok()) return taken.status();
   Connection c = std::move(*taken);
-  // A failure drops `c` (closed) with the status.
+  // A failure drops `c` (closed) with the status; the replies read before it stay.
   if (absl::Status s = c->Send(commands, timeout, limits.max_silence); !s.ok()) return s;
-  replies.reserve(commands.size());
+  replies->reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
     absl::StatusOr<RedisReply> r = c->Read(commands[i][0], timeout, limits);
     if (!r.ok()) return r.status();
-    replies.push_back(std::move(*r));
+    replies->push_back(std::move(*r));
   }
   Return(std::move(c));
-  return replies;
+  return absl::OkStatus();
 }
 
 absl::Status RedisConnectionPool::RunWith(

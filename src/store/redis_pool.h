@@ -87,12 +87,15 @@ class RedisConnectionPool {
                        const std::function<absl::Status(RedisConnection&)>& read);
 
   // Sends every command of `commands` on one connection before reading any
-  // reply (a pipeline: one round trip) and returns the replies in order, error
-  // replies included, each read within `limits` (limits.max_silence as Run). A connection failure fails the whole call (UNAVAILABLE /
-  // DEADLINE_EXCEEDED as Run) and closes the connection.
-  absl::StatusOr<std::vector<RedisReply>> RunPipeline(
-      const std::vector<std::vector<std::string_view>>& commands, absl::Duration timeout,
-      const RedisReplyLimits& limits);
+  // reply (a pipeline: one round trip) and puts the replies in `*replies`, in
+  // order, error replies included, each read within `limits`
+  // (limits.max_silence as Run). A failure (UNAVAILABLE / DEADLINE_EXCEEDED
+  // as Run; a reply refused by its bounds) is returned with the replies read
+  // whole before it, one per command up to the one whose reply is missing,
+  // and closes the connection. OK: one reply per command.
+  absl::Status RunPipeline(const std::vector<std::vector<std::string_view>>& commands,
+                           absl::Duration timeout, const RedisReplyLimits& limits,
+                           std::vector<RedisReply>* replies);
 
   // Closes every idle connection.
   void DropIdle();

@@ -102,14 +102,12 @@ absl::StatusOr<int64_t> RedisStore::FirstPresent(absl::Span<const std::string> k
   std::vector<std::vector<std::string_view>> commands;
   commands.reserve(keys.size());
   for (const std::string& k : keys) commands.push_back({"EXISTS", k});
-  absl::StatusOr<std::vector<RedisReply>> replies =
-      pool_.RunPipeline(commands, timeout(), kRedisShortReply);  // :0 or :1 each
-  if (!replies.ok()) {
-    *failed_key = 0;  // no reply came back: the first key is unanswered
-    return replies.status();
-  }
-  for (size_t i = 0; i < replies->size(); ++i) {
-    const redisReply& r = *(*replies)[i];
+  std::vector<RedisReply> replies;  // :0 or :1 each; those before a failure when it fails
+  const absl::Status pipeline = pool_.RunPipeline(commands, timeout(), kRedisShortReply, &replies);
+  // A reply that arrived answers its key even when the pipeline broke after
+  // it: a present key behind keys answered absent is the probe's answer.
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const redisReply& r = *replies[i];
     if (r.type == REDIS_REPLY_ERROR) {
       *failed_key = i;
       return ErrorReplyStatus(ReplyText(r), "redis store EXISTS");
@@ -120,6 +118,18 @@ absl::StatusOr<int64_t> RedisStore::FirstPresent(absl::Span<const std::string> k
           absl::StrFormat("redis store EXISTS: unexpected reply type %d", r.type));
     }
     if (r.integer != 0) return static_cast<int64_t>(i);
+  }
+  if (!pipeline.ok()) {
+    // Every key before the first unanswered one is absent: that key's answer
+    // is missing (no retry, as every call of this store).
+    const size_t missing = replies.size();
+    *failed_key = missing;
+    const std::string before = missing == 0   ? ""
+                               : missing == 1 ? "; key 0 absent"
+                                              : absl::StrFormat("; keys 0 ... %zu absent", missing - 1);
+    return absl::Status(pipeline.code(),
+                        absl::StrFormat("%s (EXISTS pipeline: no reply for key %zu of %zu%s)",
+                                        pipeline.message(), missing, keys.size(), before));
   }
   return int64_t{-1};
 }
