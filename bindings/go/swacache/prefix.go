@@ -46,10 +46,25 @@ func (c *Cache) SaveAt(slot uint32, position int32, key []byte) error {
 	return err
 }
 
+// maxProbeKeys is swa_cache_store_probe's limit on n_keys (swacache.h:
+// "n_keys 0 ... 4096").
+const maxProbeKeys = 4096
+
+// probeKeyCount is n as the C call's uint32_t count, or INVALID_ARGUMENT
+// past maxProbeKeys (a larger count would otherwise wrap at 2^32).
+func probeKeyCount(n int) (uint32, error) {
+	if n < 0 || n > maxProbeKeys {
+		return 0, errorf(CodeInvalidArgument, "StoreProbe: %d keys exceed the probe's limit of %d keys",
+			n, maxProbeKeys)
+	}
+	return uint32(n), nil
+}
+
 // StoreProbe returns the index of the first of keys (a request's candidate
 // keys, longest prefix first) that the attached store holds, or -1 when none
 // does (swa_cache_store_probe; experimental in the C API). A store error for
 // a key before the first present one is returned, naming the key's index.
+// At most 4096 keys (INVALID_ARGUMENT past that, the store not asked).
 // Thread-safe. The keys are copied to C memory for the call and not kept.
 func (c *Cache) StoreProbe(keys [][]byte) (int, error) {
 	cp, err := c.s.acquire()
@@ -57,6 +72,10 @@ func (c *Cache) StoreProbe(keys [][]byte) (int, error) {
 		return -1, err
 	}
 	defer c.s.release()
+	count, err := probeKeyCount(len(keys))
+	if err != nil {
+		return -1, err
+	}
 	n := len(keys)
 	total := 0
 	for _, k := range keys {
@@ -88,7 +107,7 @@ func (c *Cache) StoreProbe(keys [][]byte) (int, error) {
 	}
 	var found C.int32_t = -1
 	err = result(C.swago_store_probe(cp, (**C.uint8_t)(block), (*C.size_t)(unsafe.Add(block, ptrBytes)),
-		C.uint32_t(n), &found))
+		C.uint32_t(count), &found))
 	runtime.KeepAlive(c)
 	if err != nil {
 		return -1, err

@@ -5,6 +5,7 @@ package swacache
 
 import (
 	"errors"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -101,4 +102,68 @@ func TestBeginReplayExact(t *testing.T) {
 	if _, _, err := c.BeginReplayExact(s, -1, 0, false); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("negative hit: %v", err)
 	}
+}
+
+// The probe's key count is checked against the C API's limit (4096) before
+// the conversion to the C call's uint32_t: 2^32 + 1 keys must not become a
+// probe of one key.
+func TestStoreProbeKeyCountLimit(t *testing.T) {
+	var wraps int64 = 1<<32 + 1
+	counts := []int64{-1, maxProbeKeys + 1, wraps}
+	for _, n := range counts {
+		if int64(int(n)) != n {
+			continue // past a 32-bit int
+		}
+		if got, err := probeKeyCount(int(n)); !errors.Is(err, ErrInvalidArgument) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%d keys exceed the probe's limit of 4096", n)) {
+			t.Fatalf("probeKeyCount(%d) = %d, %v; want INVALID_ARGUMENT naming the count", n, got, err)
+		}
+	}
+	for _, n := range []int{0, 1, maxProbeKeys} {
+		if got, err := probeKeyCount(n); err != nil || got != uint32(n) {
+			t.Fatalf("probeKeyCount(%d) = %d, %v", n, got, err)
+		}
+	}
+
+	c := newTestCache(t, FormatFP32)
+	// A store that answers every call with an error: the limit is refused
+	// before the store is asked; at the limit the store is asked.
+	if err := c.SetStore(&faultStore{err: errors.New("store asked")}); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([][]byte, maxProbeKeys+1)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("ck-%d", i))
+	}
+	got, err := c.StoreProbe(keys)
+	if got != -1 || !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "StoreProbe: 4097 keys exceed the probe's limit of 4096 keys") {
+		t.Fatalf("StoreProbe(4097 keys) = %d, %v; want INVALID_ARGUMENT naming 4097", got, err)
+	}
+	if got, err := c.StoreProbe(keys[:maxProbeKeys]); got != -1 || err == nil ||
+		!strings.Contains(err.Error(), "store asked") {
+		t.Fatalf("StoreProbe(4096 keys) on a failing store = %d, %v; want its error", got, err)
+	}
+	// At the limit on a store that holds none: every key asked, in order.
+	store := &askedStore{mapStore: newMapStore()}
+	if err := c.SetStore(store); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.StoreProbe(keys[:maxProbeKeys]); got != -1 || err != nil {
+		t.Fatalf("StoreProbe(4096 keys) = %d, %v; want -1", got, err)
+	}
+	if len(store.asked) != maxProbeKeys || !strings.HasSuffix(store.asked[maxProbeKeys-1], ":ck-4095") {
+		t.Fatalf("the store was asked %d keys, want 4096 ending with ck-4095", len(store.asked))
+	}
+}
+
+// askedStore records the keys its Exists is asked.
+type askedStore struct {
+	*mapStore
+	asked []string
+}
+
+func (s *askedStore) Exists(key []byte) (bool, error) {
+	s.asked = append(s.asked, string(key))
+	return s.mapStore.Exists(key)
 }
