@@ -185,6 +185,35 @@ func (p *Plan) checkStep(a *StepArgs) error {
 		return errorf(CodeInvalidArgument, "layer %d: Sinks has %d elements, want Hq = %d",
 			a.Layer, len(a.Sinks), l.QHeads)
 	}
+	return checkStepOverlaps(a)
+}
+
+// checkStepOverlaps refuses outputs that share memory with another argument:
+// the library writes earlier output rows before it reads later input rows, so
+// a shifted Out returned nil with wrong values. Out may be exactly Q (in place).
+func checkStepOverlaps(a *StepArgs) error {
+	out := spanOf("Out", a.Out.ptr(), a.Out.bytes())
+	lse := spanOf("LSE", f32Ptr(a.LSE), 4*len(a.LSE))
+	q := spanOf("Q", a.Q.ptr(), a.Q.bytes())
+	ins := []span{q, spanOf("K", a.K.ptr(), a.K.bytes()), spanOf("V", a.V.ptr(), a.V.bytes()),
+		spanOf("Sinks", f32Ptr(a.Sinks), 4*len(a.Sinks)),
+		spanOf("Positions", unsafe.Pointer(i32ptr(a.Positions)), 4*len(a.Positions))}
+	for _, o := range []span{out, lse} {
+		others := ins
+		if o.name == "LSE" {
+			others = append([]span{out}, ins...)
+		}
+		for _, i := range others {
+			if o.start == o.end || i.start == i.end || o.start >= i.end || i.start >= o.end {
+				continue
+			}
+			if o.name == "Out" && i.name == "Q" && o.start == i.start && o.end == i.end {
+				continue
+			}
+			return errorf(CodeInvalidArgument, "%s overlaps %s (an output may not share memory "+
+				"with another argument; Out may be exactly Q)", o.name, i.name)
+		}
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ from ._tensor import (
     as_tensor,
     check_device,
     check_dtype,
+    check_no_overlap,
     check_shape,
     DTYPE_BF16,
     DTYPE_FP32,
@@ -319,6 +320,10 @@ class Plan:
             tensors.append(tl)
         for t in tensors:
             check_device(t, cuda)
+        pos = host_positions("positions", positions, T) if positions is not None else None
+        tp = as_tensor("positions", pos) if pos is not None else None
+        # out may be q itself (in place); nothing else may share memory.
+        check_no_overlap([to, tl], [tq, tk, tv, ts, tp], exact_ok=[("out", "q")])
         a = L.StepArgs()
         _lib.swa_step_args_init(byref(a))
         a.layer = lay
@@ -330,7 +335,6 @@ class Plan:
         a.softmax_scale = float(softmax_scale)
         a.lse = tl.ptr if tl is not None else None
         a.stream = stream if stream is not None else (torch_stream(tensors) if cuda else None)
-        pos = host_positions("positions", positions, T) if positions is not None else None
         a.positions = pos.ctypes.data if pos is not None else None
         _check(self._step_call(byref(a)))
         return (out, lse) if want_lse else out

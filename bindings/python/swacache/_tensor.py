@@ -196,3 +196,29 @@ def torch_stream(tensors: Sequence[TensorArg]) -> Optional[int]:
 
             return int(torch.cuda.current_stream(t.obj.device).cuda_stream)
     return None
+
+
+def _byte_span(t: TensorArg) -> Tuple[int, int]:
+    return t.ptr, t.ptr + t.numel * t.itemsize
+
+
+def check_no_overlap(outputs: Sequence[Optional[TensorArg]],
+                     inputs: Sequence[Optional[TensorArg]],
+                     exact_ok: Sequence[Tuple[str, str]] = ()) -> None:
+    """Refuse an output whose bytes overlap an input or another output, unless
+    the pair (output name, input name) is in ``exact_ok`` and both are exactly
+    the same bytes. The library reads inputs after writing earlier output rows,
+    so a shifted output would return OK with wrong values."""
+    outs = [t for t in outputs if t is not None and t.numel > 0]
+    ins = [t for t in inputs if t is not None and t.numel > 0]
+    for i, o in enumerate(outs):
+        o0, o1 = _byte_span(o)
+        for x in ins + outs[i + 1:]:
+            x0, x1 = _byte_span(x)
+            if o0 < x1 and x0 < o1:
+                if (o.name, x.name) in exact_ok and (o0, o1) == (x0, x1):
+                    continue
+                raise InvalidArgumentError(
+                    f"{o.name}: overlaps {x.name}"
+                    + (" without being it" if (o.name, x.name) in exact_ok else "")
+                    + " (an output may not share memory with another argument)")
