@@ -151,6 +151,11 @@ type BuiltinStore struct {
 	mu   sync.RWMutex // Read-held by calls, write-held by Close and attach.
 	tbl  C.swa_kv_store_t
 	live bool
+	// The Go stores bridged as tiers (of this tiered store, or of a tiered
+	// store it holds): attach binds them to the cache, so that their
+	// callbacks count as that cache's (Close from inside one is refused
+	// rather than waiting for the call that runs it).
+	goTiers []*boundStore
 }
 
 func newBuiltin(tbl C.swa_kv_store_t) *BuiltinStore {
@@ -353,13 +358,21 @@ func (s *BuiltinStore) Close() error {
 	return nil
 }
 
-func (s *BuiltinStore) attach(cp *C.swa_cache_t) error {
+func (s *BuiltinStore) attach(cp *C.swa_cache_t, cs *cacheState) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.live {
 		return closedError("store")
 	}
+	// Bound before the table is attached: once it is, other goroutines'
+	// saves may run the tiers' callbacks.
+	for _, b := range s.goTiers {
+		b.cs = cs
+	}
 	if err := result(C.swago_set_store(cp, &s.tbl)); err != nil {
+		for _, b := range s.goTiers {
+			b.cs = nil
+		}
 		return err
 	}
 	s.live = false // The cache owns it now.

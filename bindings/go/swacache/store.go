@@ -117,7 +117,7 @@ func (c *Cache) SetStore(s Store) error {
 		if st == nil {
 			return errorf(CodeInvalidArgument, "store is a nil *BuiltinStore")
 		}
-		return st.attach(cp)
+		return st.attach(cp, c.s)
 	}
 	h := cgo.NewHandle(&boundStore{s: s, cs: c.s})
 	if err := result(C.swago_set_go_store(cp, C.uintptr_t(h))); err != nil {

@@ -81,12 +81,17 @@ func NewTieredStore(tiers ...Store) (*BuiltinStore, error) {
 	}
 	tbl := unsafe.Slice(arr, n)
 	var handles []cgo.Handle
+	var bound []*boundStore
 	for i, s := range tiers {
 		if b, ok := s.(*BuiltinStore); ok {
 			tbl[i] = b.tbl
+			bound = append(bound, b.goTiers...)
 			continue
 		}
-		h := cgo.NewHandle(s)
+		// Bound to a cache when the tiered store is attached (attach).
+		bs := &boundStore{s: s}
+		bound = append(bound, bs)
+		h := cgo.NewHandle(bs)
 		handles = append(handles, h)
 		goTable(h, &tbl[i])
 	}
@@ -101,7 +106,9 @@ func NewTieredStore(tiers ...Store) (*BuiltinStore, error) {
 		b.live = false // The tiered store owns it now.
 		runtime.SetFinalizer(b, nil)
 	}
-	return newBuiltin(out), nil
+	ts := newBuiltin(out)
+	ts.goTiers = bound
+	return ts, nil
 }
 
 // TierStats are the counters of one tier of a tiered store
