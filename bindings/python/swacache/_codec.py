@@ -54,7 +54,7 @@ def encode(format: Format, src: Any, dim: Optional[int] = None,
     dim = ``dim`` unless given) into ``uint8 [n, vector_bytes]``. Returns
     ``(bytes, nonfinite_blocks)``."""
     t0 = as_tensor("src", src)
-    dim = int(dim if dim is not None else (t0.shape[-1] if t0.shape else 0))
+    dim = _u32("dim", dim) if dim is not None else (t0.shape[-1] if t0.shape else 0)
     t, n = _vectors("src", src, dim)
     dt = check_dtype(t, (DTYPE_FP32, DTYPE_BF16))
     vb = format_vector_bytes(format, dim)
@@ -87,7 +87,7 @@ def mxfp8_encode(src: Any, dim: Optional[int] = None, mode: ScaleMode = ScaleMod
                  ) -> Tuple[np.ndarray, int]:
     """``swa_mxfp8_encode`` (experimental)."""
     t0 = as_tensor("src", src)
-    dim = int(dim if dim is not None else (t0.shape[-1] if t0.shape else 0))
+    dim = _u32("dim", dim) if dim is not None else (t0.shape[-1] if t0.shape else 0)
     t, n = _vectors("src", src, dim)
     dt = check_dtype(t, (DTYPE_FP32, DTYPE_BF16))
     dst = np.zeros((n, dim + dim // 32), np.uint8)
@@ -100,6 +100,7 @@ def mxfp8_decode(src: Any, dim: int, dtype: DType = DType.FP32) -> Tuple[np.ndar
     """``swa_mxfp8_decode`` (experimental)."""
     t = as_tensor("src", src)
     check_raw_dtype(t, np.uint8)
+    dim = _u32("dim", dim)
     if dim <= 0 or t.numel % (dim + dim // 32):
         raise InvalidArgumentError(f"src: {t.numel} bytes is not a whole number of MXFP8 "
                                    f"vectors of dim={dim}")

@@ -53,3 +53,16 @@ def test_memory_store_budget_past_uint64_is_refused():
         with pytest.raises(sc.InvalidArgumentError) as e:
             sc.MemoryStore(budget_bytes=bad)
         assert "budget_bytes" in str(e.value) and shown in str(e.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: sc.encode(sc.Format.MXFP8, x, 32.5),
+    lambda x: sc.mxfp8_encode(x, 32.7),
+    lambda x: sc.mxfp8_decode(np.zeros((4, 33), np.uint8), 32.0),
+    lambda x: sc.mxfp8_decode(np.zeros((4, 33), np.uint8), -32),
+])
+def test_codec_dims_are_integers(call):
+    # A float dim was truncated (encode of dim 32.5 encoded dim-32 vectors and
+    # returned OK) or reached ctypes as a TypeError.
+    with pytest.raises(sc.InvalidArgumentError, match="dim"):
+        call(np.ones((4, 32), np.float32))
