@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 from ctypes import byref, c_char_p, c_int32, c_size_t, c_uint32, c_void_p, sizeof
@@ -104,7 +105,11 @@ class Cache:
             raise InvalidArgumentError("Cache: pass a Config or keyword arguments, not both")
         self._life: Optional[_Life] = None
         self.config = config
-        self.layers: List[Layer] = list(config.layers)
+        # Copies, as the library copied them: the step's length checks read
+        # these, and the caller's Layer objects may be changed (or reused for
+        # another cache) afterwards. Arrays sized for a changed head_dim
+        # passed the checks and the library wrote past them.
+        self._descs: Tuple[Layer, ...] = tuple(copy.copy(layer) for layer in config.layers)
         c, _keep = config._to_c()
         h = c_void_p()
         _check(_lib.swa_cache_create(byref(c), byref(h)))
@@ -128,10 +133,16 @@ class Cache:
         self._plans: "weakref.WeakSet[Plan]" = weakref.WeakSet()
         self._lock = threading.Lock()
         self.layout = self._read_layout()
-        if self.layers:
+        if self._descs:
             self.backend = self.layer_view(0).backend
         else:
             self.backend = Backend.CUDA if config.backend == Backend.CUDA else Backend.CPU
+
+    @property
+    def layers(self) -> List[Layer]:
+        """The layers the cache was created with (copies: changing them, or the
+        Layer objects of the config, changes nothing in the cache)."""
+        return [copy.copy(layer) for layer in self._descs]
 
     # -- lifetime
     @property

@@ -90,14 +90,14 @@ def step(plan: Any, layer: int, kv: Any, gate: Any, position_bias: Any, norm_wei
     a = L.CompressArgs()
     _lib.swa_compress_args_init(byref(a))
     a.layer, a.compressor = lay, comp
-    if lay >= len(cache.layers):
+    if lay >= len(cache._descs):
         _check(plan._cache_plan_call(_lib.swa_compress_step, byref(a)))
-    widths = entry_widths(cache.layers[lay], comp)
+    widths = entry_widths(cache._descs[lay], comp)
     if widths is None:  # let the library name what is wrong with the layer
         _check(plan._cache_plan_call(_lib.swa_compress_step, byref(a)))
         raise InvalidArgumentError(f"layer {lay}: no typed compressor {comp}")  # not reached
     S, d = widths
-    c = int(cache.layers[lay].compress_ratio)
+    c = int(cache._descs[lay].compress_ratio)
     T = plan.info().n_tokens
     n_win = len(windows(plan, lay))
     cuda = cache.backend == Backend.CUDA

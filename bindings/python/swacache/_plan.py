@@ -259,7 +259,7 @@ class Plan:
             ``out``, or ``(out, lse)`` when ``lse`` was given.
         """
         lay = _u32("layer", layer)
-        layers = self.cache.layers
+        layers = self.cache._descs
         if lay >= len(layers):
             # Let the library report it (OUT_OF_RANGE) with its own message.
             a = L.StepArgs()
