@@ -131,7 +131,10 @@ class Cache:
 
         self._life = _Life("cache", h.value, destroy)
         self._plans: "weakref.WeakSet[Plan]" = weakref.WeakSet()
-        self._lock = threading.Lock()
+        # Serialises set_store; held (re-entrantly) by a built-in store's stats
+        # call, which must not run while set_store replaces that store.
+        self._lock = threading.RLock()
+        self._store_changing = False
         self.layout = self._read_layout()
         if self._descs:
             self.backend = self.layer_view(0).backend
@@ -393,29 +396,36 @@ class Cache:
         elsewhere, and a :class:`Store` subclass's :meth:`Store.release` is
         called exactly once when the library drops it."""
         with self._lock:
-            if store is None:
-                _check(self._call(_lib.swa_cache_set_store, None))
-            elif isinstance(store, BuiltinStore):
-                table = store._take("set_store")
-                try:
-                    _check(self._call(_lib.swa_cache_set_store, byref(table)))
-                except Error:
-                    store._untake(table)
-                    raise
-                store._attached_to(self)
-            elif isinstance(store, Store):
-                table, uid = _register(store)
-                try:
-                    _check(self._call(_lib.swa_cache_set_store, byref(table)))
-                except Error:
-                    _REGISTRY.pop(uid, None)
-                    raise
-            else:
-                raise InvalidArgumentError(f"store: expected a swacache.Store, a built-in store "
-                                           f"or None, got {type(store).__name__}")
-            old, self._store_box[0] = self._store_box[0], store
-            if isinstance(old, BuiltinStore) and old is not store:
-                old._mark_released()
+            self._store_changing = True
+            try:
+                self._set_store_locked(store)
+            finally:
+                self._store_changing = False
+
+    def _set_store_locked(self, store: Optional[Union["Store", "BuiltinStore"]]) -> None:
+        if store is None:
+            _check(self._call(_lib.swa_cache_set_store, None))
+        elif isinstance(store, BuiltinStore):
+            table = store._take("set_store")
+            try:
+                _check(self._call(_lib.swa_cache_set_store, byref(table)))
+            except Error:
+                store._untake(table)
+                raise
+            store._attached_to(self)
+        elif isinstance(store, Store):
+            table, uid = _register(store)
+            try:
+                _check(self._call(_lib.swa_cache_set_store, byref(table)))
+            except Error:
+                _REGISTRY.pop(uid, None)
+                raise
+        else:
+            raise InvalidArgumentError(f"store: expected a swacache.Store, a built-in store "
+                                       f"or None, got {type(store).__name__}")
+        old, self._store_box[0] = self._store_box[0], store
+        if isinstance(old, BuiltinStore) and old is not store:
+            old._mark_released()
 
     def save(self, slot: int, key: Union[bytes, str]) -> None:
         """``swa_slot_save``: persist the slot's stored region under ``key``."""

@@ -11,7 +11,7 @@ import threading
 import weakref
 from ctypes import byref, c_int32, c_size_t, c_uint32, c_uint64, c_void_p, sizeof
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -127,11 +127,39 @@ class BuiltinStore:
         store) or "released"."""
         return self._state if self._alive() or self._state == "owned" else "released"
 
-    def _live_table(self) -> L.KvStore:
-        if not self._alive() or self._table is None:
-            raise ClosedError(f"this {self._kind} store was released (its cache or tiered "
-                              "store is closed, or it was replaced)")
-        return self._table
+    def _released_error(self) -> ClosedError:
+        return ClosedError(f"this {self._kind} store was released (its cache or tiered store "
+                           "is closed, or it was replaced)")
+
+    def _with_table(self, fn: Callable[[L.KvStore], Any]) -> Any:
+        """``fn(table)`` while the table cannot be released under it: an owned
+        store holds off close() and hand-overs; an attached one runs as a
+        counted call on its cache (close() waits for it) under the cache's
+        store lock (no set_store replaces it meanwhile); a tier under its
+        parent's protection. Checking first and calling after let another
+        thread's close() free the table during the call."""
+        with self._hand_lock:
+            state, owner, table = self._state, self._owner, self._table
+            if state == "owned" and table is not None:
+                return fn(table)
+        if table is None:
+            raise self._released_error()
+        if state == "attached":
+            cache = owner()
+            if cache is None:
+                raise self._released_error()
+            with cache._lock:
+                if cache._store is not self or cache._store_changing:
+                    # Replaced, or being replaced by this very thread (a
+                    # release callback of the set_store): the table may go.
+                    raise self._released_error()
+                try:
+                    return cache._call(lambda _h: fn(table))
+                except ClosedError:
+                    raise self._released_error() from None
+        if state == "tier":
+            return owner._with_table(lambda _parent_table: fn(table))
+        raise self._released_error()
 
     def close(self) -> None:
         """Drop a store that was never handed over (calls its ``release``)."""
@@ -181,7 +209,7 @@ class MemoryStore(BuiltinStore):
     def stats(self) -> MemoryStoreStats:
         """``swa_store_memory_stats`` (while the store is alive)."""
         out = L.MemoryStats(struct_size=sizeof(L.MemoryStats))
-        _check(_lib.swa_store_memory_stats(byref(self._live_table()), byref(out)))
+        _check(self._with_table(lambda t: _lib.swa_store_memory_stats(byref(t), byref(out))))
         return MemoryStoreStats(**_struct_dict(out))
 
 
@@ -340,8 +368,8 @@ class TieredStore(BuiltinStore):
     def tier_stats(self, tier: int) -> TierStats:
         """``swa_store_tiered_stats``."""
         out = L.TierStats(struct_size=sizeof(L.TierStats))
-        _check(_lib.swa_store_tiered_stats(byref(self._live_table()), _u32("tier", tier),
-                                           byref(out)))
+        i = _u32("tier", tier)
+        _check(self._with_table(lambda t: _lib.swa_store_tiered_stats(byref(t), i, byref(out))))
         return TierStats(**_struct_dict(out))
 
     def close(self) -> None:
