@@ -127,6 +127,13 @@ class BuiltinStore:
         store) or "released"."""
         return self._state if self._alive() or self._state == "owned" else "released"
 
+    def _live_table(self) -> L.KvStore:
+        """The table while the store is alive (for tests that drive it directly;
+        the binding's own reads go through _with_table)."""
+        if not self._alive() or self._table is None:
+            raise self._released_error()
+        return self._table
+
     def _released_error(self) -> ClosedError:
         return ClosedError(f"this {self._kind} store was released (its cache or tiered store "
                            "is closed, or it was replaced)")
