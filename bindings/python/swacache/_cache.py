@@ -21,7 +21,7 @@ from ._tensor import (
     empty_like_kind,
     torch_stream,
 )
-from .errors import ClosedError, Error, FailedPreconditionError, InvalidArgumentError
+from .errors import ClosedError, FailedPreconditionError, InvalidArgumentError
 from ._enums import Backend, CompressKind, DType, Format, IndexPad, LayerRole, WeightLayout
 from ._util import _check, _i32, _key, _lib, _struct_dict, _u32
 from ._config import CacheStats, Config, Layer, LayerLayout, Layout, _layout, SlotInfo, TensorView
@@ -409,7 +409,7 @@ class Cache:
             table = store._take("set_store")
             try:
                 _check(self._call(_lib.swa_cache_set_store, byref(table)))
-            except Error:
+            except BaseException:  # the library took nothing: the caller still owns it
                 store._untake(table)
                 raise
             store._attached_to(self)
@@ -417,7 +417,7 @@ class Cache:
             table, uid = _register(store)
             try:
                 _check(self._call(_lib.swa_cache_set_store, byref(table)))
-            except Error:
+            except BaseException:
                 _REGISTRY.pop(uid, None)
                 raise
         else:

@@ -97,3 +97,28 @@ def test_a_failed_tiered_store_gives_its_builtin_tiers_back():
     assert m.state == "owned"
     m.close()
     assert m.state == "released"
+
+
+def test_an_interrupted_hand_over_gives_the_store_back(monkeypatch):
+    # A KeyboardInterrupt (any non-Error exception) in the attach left the
+    # store "handing over" for ever: neither attachable nor closable (a leak).
+    import swacache._cache as cache_mod
+
+    real = cache_mod._lib
+
+    class Interrupting:
+        def __getattr__(self, n):
+            return getattr(real, n)
+
+        def swa_cache_set_store(self, *a):
+            raise KeyboardInterrupt
+
+    m = sc.MemoryStore()
+    with sc.Cache(window=8, max_slots=2, layers=[layer()]) as c:
+        monkeypatch.setattr(cache_mod, "_lib", Interrupting())
+        with pytest.raises(KeyboardInterrupt):
+            c.set_store(m)
+        monkeypatch.setattr(cache_mod, "_lib", real)
+        assert m.state == "owned"
+        c.set_store(m)
+        assert m.state == "attached"
