@@ -256,10 +256,14 @@ func (s *cacheState) acquire() (*C.swa_cache_t, error) {
 
 // pin is acquire for Plan.Close: it waits for a running Close instead of
 // failing, and reports false when the cache is gone (its plans with it).
+//
+// From inside a store callback of this cache it does not wait: the Close
+// waits for the call running the callback, so the cache outlives it (and
+// waiting would deadlock).
 func (s *cacheState) pin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.closing {
+	for s.closing && !s.inCallback() {
 		s.idle.Wait()
 	}
 	if s.ptr == nil {
