@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import copy
 import threading
-import weakref
 from ctypes import byref, c_char_p, c_int32, c_size_t, c_uint32, c_void_p, sizeof
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Set, Tuple, Union
 
 import numpy as np
 
@@ -130,7 +129,8 @@ class Cache:
                 store._mark_released()
 
         self._life = _Life("cache", h.value, destroy)
-        self._plans: "weakref.WeakSet[Plan]" = weakref.WeakSet()
+        # The C handles of the open plans (strong: see _plan._PlanHandle).
+        self._plans: Set[Any] = set()
         # Serialises set_store; held (re-entrantly) by a built-in store's stats
         # call, which must not run while set_store replaces that store.
         self._lock = threading.RLock()
@@ -184,7 +184,8 @@ class Cache:
 
         def close_plans() -> None:
             for p in list(self._plans):
-                p._close_for_cache()
+                p.destroy()
+            self._plans.clear()
 
         self._life.close(close_plans)
 

@@ -45,6 +45,26 @@ def _locked(method: Any) -> Any:
     return wrapper
 
 
+class _PlanHandle:
+    """A plan's C handle and lock, shared by the :class:`Plan` and its cache's
+    registry (strongly): the cache's close destroys every plan still open,
+    also one whose Plan object is unreachable garbage already (in a reference
+    cycle with the cache, the Plan's weak references are cleared before any
+    ``__del__`` runs, so a registry of Plans saw none and the plans leaked)."""
+
+    __slots__ = ("handle", "lock")
+
+    def __init__(self) -> None:
+        self.handle: Optional[int] = None
+        self.lock = threading.RLock()
+
+    def destroy(self) -> None:
+        with self.lock:
+            h, self.handle = self.handle, None
+            if h is not None:
+                _lib.swa_plan_destroy(h)
+
+
 class Plan:
     """A step plan (``swa_plan_t``): build it once per step, then run every
     layer with :meth:`step`. A context manager; :meth:`close` is idempotent and
@@ -56,8 +76,8 @@ class Plan:
 
     def __init__(self, cache: Cache, *, index_pad: IndexPad = IndexPad.NEG1,
                  materialize_index: bool = True, use_options: bool = True) -> None:
-        self._handle: Optional[int] = None
-        self._lock = threading.RLock()
+        self._h = _PlanHandle()
+        self._lock = self._h.lock
         self.cache = cache
         h = c_void_p()
         o = None
@@ -78,11 +98,15 @@ class Plan:
             else:
                 st = _lib.swa_plan_create(ch, byref(h))
             if st == 0:
-                self._handle = h.value
-                cache._plans.add(self)
+                self._h.handle = h.value
+                cache._plans.add(self._h)
             return st
 
         _check(cache._call(create))
+
+    @property
+    def _handle(self) -> Optional[int]:
+        return self._h.handle
 
     @property
     def handle(self) -> int:
@@ -114,13 +138,8 @@ class Plan:
 
     def close(self) -> None:
         """``swa_plan_destroy``; waits for a call of another thread on the plan."""
-        with self._lock:
-            h, self._handle = self._handle, None
-            if h is not None:
-                _lib.swa_plan_destroy(h)
-
-    def _close_for_cache(self) -> None:
-        self.close()
+        self._h.destroy()
+        self.cache._plans.discard(self._h)
 
     def __enter__(self) -> "Plan":
         return self
@@ -130,7 +149,7 @@ class Plan:
 
     def __del__(self) -> None:
         try:
-            if self._handle is not None and not self.cache.closed:
+            if self._h.handle is not None and not self.cache.closed:
                 self.close()
         except Exception:  # noqa: BLE001
             pass
