@@ -433,12 +433,35 @@ def _write_message(msg_ptr: int, cap: int, text: str) -> None:
     ctypes.memmove(msg_ptr, b + b"\0", len(b) + 1)
 
 
-def _fail(e: BaseException, msg_ptr: int, cap: int) -> int:
-    if isinstance(e, Error):
-        _write_message(msg_ptr, cap, e.message)
-        return int(e.code) if e.code != Status.OK else int(Status.UNKNOWN)
-    _write_message(msg_ptr, cap, f"{type(e).__name__}: {e}")
+def _error_status(e: BaseException) -> int:
+    """The status a callback returns for ``e``: an Error's code when it is a
+    failure status, else UNKNOWN. ctypes keeps only the low 32 bits of the
+    callback's int (an Error whose code was set to 2**40 returned OK) and
+    returns an undefined value when computing it raises (``code = None``)."""
+    try:
+        if isinstance(e, Error):
+            code = Status(int(e.code))
+            if code != Status.OK:
+                return int(code)
+    except BaseException:  # noqa: BLE001 - a code that is not a status
+        pass
     return int(Status.UNKNOWN)
+
+
+def _fail(e: BaseException, msg_ptr: int, cap: int) -> int:
+    status = _error_status(e)
+    try:
+        if isinstance(e, Error) and isinstance(e.message, str):
+            text = e.message
+        else:
+            text = f"{type(e).__name__}: {e}"
+    except BaseException:  # noqa: BLE001 - an exception whose str() raises
+        text = f"{type(e).__name__} (its message could not be read)"
+    try:
+        _write_message(msg_ptr, cap, text)
+    except BaseException:  # noqa: BLE001 - nothing may escape into C
+        pass
+    return status
 
 
 def _store_of(ud: Optional[int]) -> Store:
