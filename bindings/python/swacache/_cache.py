@@ -456,6 +456,10 @@ class Cache:
     def store_probe(self, keys: "List[Union[bytes, str]]") -> int:
         """``swa_cache_store_probe`` (experimental): the index of the first of
         ``keys`` (longest prefix first) that the store holds, or -1."""
+        if isinstance(keys, (str, bytes, bytearray, memoryview)):
+            # Iterating it would probe one-character (or one-int) keys.
+            raise InvalidArgumentError(f"keys: expected a list of keys, got one key "
+                                       f"({type(keys).__name__})")
         ks = [_key(f"keys[{i}]", k) for i, k in enumerate(keys)]
         n = len(ks)
         arr = (c_char_p * max(n, 1))(*ks)

@@ -66,3 +66,26 @@ def test_codec_dims_are_integers(call):
     # returned OK) or reached ctypes as a TypeError.
     with pytest.raises(sc.InvalidArgumentError, match="dim"):
         call(np.ones((4, 32), np.float32))
+
+
+def test_store_probe_refuses_a_single_key_for_the_list():
+    # store_probe("ab") probed the keys "a" and "b" and answered for them.
+    class S(sc.Store):
+        def __init__(self):
+            self.asked = []
+
+        def put(self, key, value):
+            pass
+
+        def exists(self, key):
+            self.asked.append(key)
+            return True
+
+    with sc.Cache(window=8, max_slots=2, layers=[layer()]) as c:
+        st = S()
+        c.set_store(st)
+        for one in ("ab", b"ab"):
+            with pytest.raises(sc.InvalidArgumentError, match="keys: expected a list"):
+                c.store_probe(one)
+        assert st.asked == []
+        assert c.store_probe(["ab"]) == 0 and st.asked[0].endswith(b":ab")
