@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import itertools
+import os
 import threading
 import weakref
 from ctypes import byref, c_int32, c_size_t, c_uint32, c_uint64, c_void_p, sizeof
@@ -226,17 +227,31 @@ class DirectoryStore(BuiltinStore):
     _kind = "directory"
 
     def __init__(self, path: str, *, create: bool = True, sync: bool = True) -> None:
-        import os
-
         c = L.DirectoryConfig()
         _lib.swa_store_directory_config_init(byref(c))
-        c.path = os.fsencode(path)
+        c.path = _cstr("path", path, path=True)
         c.create, c.sync = int(bool(create)), int(bool(sync))
         t = L.KvStore()
         _lib.swa_kv_store_init(byref(t))
         _check(_lib.swa_store_directory_create(byref(c), byref(t)))
         super().__init__(t)
         self.path = path
+
+
+def _cstr(name: str, v: Optional[Union[str, bytes, "os.PathLike[str]"]], *,
+          path: bool = False) -> Optional[bytes]:
+    """``v`` as the bytes of a C string (None stays None): a NUL byte is refused
+    (InvalidArgumentError naming ``name``) instead of cutting the string short
+    there (a password "pw\\0rest" became "pw", a path "/a\\0/b" became "/a")."""
+    if v is None:
+        return None
+    try:
+        b = os.fsencode(v) if path else (v if isinstance(v, bytes) else v.encode())
+    except (TypeError, AttributeError):
+        raise InvalidArgumentError(f"{name}: expected a string, got {type(v).__name__}") from None
+    if b"\0" in b:
+        raise InvalidArgumentError(f"{name} contains a NUL byte")
+    return b
 
 
 def _redis_security(c, username: Optional[str], tls: bool, tls_verify: bool,
@@ -246,14 +261,13 @@ def _redis_security(c, username: Optional[str], tls: bool, tls_verify: bool,
     """Fills the ACL user and TLS fields of a Redis or Redis Cluster config
     (ctypes keeps the encoded strings alive with the struct)."""
 
-    def enc(v: Optional[str]):
-        return v.encode() if v is not None else None
-
-    c.username = enc(username)
+    c.username = _cstr("username", username)
     c.tls, c.tls_verify = int(bool(tls)), int(bool(tls_verify))
-    c.tls_ca_file, c.tls_ca_dir = enc(tls_ca_file), enc(tls_ca_dir)
-    c.tls_cert_file, c.tls_key_file = enc(tls_cert_file), enc(tls_key_file)
-    c.tls_server_name = enc(tls_server_name)
+    c.tls_ca_file = _cstr("tls_ca_file", tls_ca_file, path=True)
+    c.tls_ca_dir = _cstr("tls_ca_dir", tls_ca_dir, path=True)
+    c.tls_cert_file = _cstr("tls_cert_file", tls_cert_file, path=True)
+    c.tls_key_file = _cstr("tls_key_file", tls_key_file, path=True)
+    c.tls_server_name = _cstr("tls_server_name", tls_server_name)
 
 
 class RedisStore(BuiltinStore):
@@ -279,9 +293,9 @@ class RedisStore(BuiltinStore):
                  tls_server_name: Optional[str] = None) -> None:
         c = L.RedisConfig()
         _lib.swa_store_redis_config_init(byref(c))
-        c.host = host.encode()
+        c.host = _cstr("host", host)
         c.port, c.db = _u32("port", port), _u32("db", db)
-        c.password = password.encode() if password is not None else None
+        c.password = _cstr("password", password)
         c.ttl_seconds, c.timeout_ms = _u32("ttl_seconds", ttl_seconds), _u32("timeout_ms",
                                                                               timeout_ms)
         c.max_connections = _u32("max_connections", max_connections)
@@ -310,8 +324,8 @@ class RedisClusterStore(BuiltinStore):
                  tls_server_name: Optional[str] = None) -> None:
         c = L.RedisClusterConfig()
         _lib.swa_store_redis_cluster_config_init(byref(c))
-        c.nodes = nodes.encode()
-        c.password = password.encode() if password is not None else None
+        c.nodes = _cstr("nodes", nodes)
+        c.password = _cstr("password", password)
         c.ttl_seconds, c.timeout_ms = _u32("ttl_seconds", ttl_seconds), _u32("timeout_ms",
                                                                               timeout_ms)
         c.connections_per_node = _u32("connections_per_node", connections_per_node)
