@@ -1722,9 +1722,20 @@ SWA_API void swa_kv_store_init(swa_kv_store_t* store);
  *  is recognised: the cache then calls the built-in store directly, not through
  *  the callbacks (same behaviour; the table's release is not called, the cache
  *  destroys the store itself, once).
+ *  A built-in table is handed over once: the library keeps a registry of the
+ *  live built-in stores and refuses a table whose store a cache or a tiered
+ *  store already owns, or whose store was already released (by its release,
+ *  or by the cache or tiered store that owned it; the address is looked up,
+ *  never dereferenced). The refusal changes nothing: the first owner keeps
+ *  the store, and this call takes nothing. For an engine's own table the
+ *  library cannot tell: handing one user_data over twice (to two caches, or
+ *  to a cache and a tiered store) without a reference count of your own is
+ *  the caller's error, and it is released twice.
  *  \retval SWA_OK on success.
- *  \retval SWA_INVALID_ARGUMENT for a NULL cache, a bad struct_size, or a table
- *  with neither put nor get.
+ *  \retval SWA_INVALID_ARGUMENT for a NULL cache, a bad struct_size, a table
+ *  with neither put nor get, or a built-in table already owned by a cache or a
+ *  tiered store, or already released (the message names the table's
+ *  user_data).
  *  \note Thread-safe. A save or restore already running keeps the store it
  *  started with; the replaced store is released when the last of them ends. */
 SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_t* store);
@@ -1917,8 +1928,11 @@ typedef struct swa_store_memory_stats {
  *  \param[in] config Borrowed for the call.
  *  \param[out] out Filled with the store's callback table (out->struct_size
  *  must be set, e.g. by swa_kv_store_init()); unchanged on failure. The caller
- *  owns out->user_data until it hands the table to swa_cache_set_store(); to
- *  drop it unused, call out->release(out->user_data).
+ *  owns out->user_data until it hands the table to swa_cache_set_store() or
+ *  swa_store_tiered_create(), once (a second hand-over is refused); to drop
+ *  it unused, call out->release(out->user_data). On a table already handed
+ *  over, or already released, release does nothing (the owner keeps the
+ *  store; nothing is freed twice).
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or a zero budget.
  *  \note Thread-safe. */
 SWA_API swa_status_t swa_store_memory_create(const swa_store_memory_config_t* config,
@@ -1926,7 +1940,8 @@ SWA_API swa_status_t swa_store_memory_create(const swa_store_memory_config_t* co
 
 /** \brief Read the statistics of a memory store.
  *  \param[in] store A table filled by swa_store_memory_create() whose user_data
- *  is still alive (owned by the caller or by a cache).
+ *  is still alive (owned by the caller or by a cache); a table whose store
+ *  was released is refused (SWA_INVALID_ARGUMENT).
  *  \param[out] out out->struct_size must be set by the caller.
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size, or a table
  *  that is not a memory store.
@@ -2136,8 +2151,11 @@ SWA_API void swa_store_tiered_config_init(swa_store_tiered_config_t* config);
  *  without a C hop; their stats calls keep working on the caller's copy of the
  *  table while the tiered store lives).
  *  \retval SWA_INVALID_ARGUMENT for NULL, a bad struct_size, no tiers or more
- *  than 16, a table with a bad struct_size or neither put nor get, or one
- *  user_data given twice; the caller then still owns every tier.
+ *  than 16, a table with a bad struct_size or neither put nor get, one
+ *  user_data given twice, or a built-in table already owned by a cache or
+ *  another tiered store, or already released (see swa_cache_set_store(); the
+ *  message names the tier and its user_data); the caller then still owns
+ *  every tier it owned before, and nothing is claimed.
  *  \note Thread-safe; the store is thread-safe when every tier is. */
 SWA_API swa_status_t swa_store_tiered_create(const swa_store_tiered_config_t* config,
                                              swa_kv_store_t* out);
@@ -2158,7 +2176,8 @@ typedef struct swa_store_tier_stats {
 /** \brief Read the statistics of tier `tier` of a tiered store.
  *  \warning Experimental: may change before 1.0.
  *  \param[in] store A table filled by swa_store_tiered_create() whose user_data
- *  is still alive (owned by the caller or by a cache).
+ *  is still alive (owned by the caller or by a cache); a table whose store
+ *  was released is refused (SWA_INVALID_ARGUMENT).
  *  \param[in] tier 0 (fastest) ... n_tiers - 1.
  *  \param[out] out out->struct_size must be set by the caller.
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL, a bad struct_size or a table

@@ -33,6 +33,8 @@ class CallbackStore final : public KvStore {
   // caller still does.
   static absl::StatusOr<std::unique_ptr<CallbackStore>> Create(const swa_kv_store_t& table);
   ~CallbackStore() override;
+  // Gives table.user_data back to the caller: release will not be called.
+  void Disown() { table_.release = nullptr; }
   CallbackStore(const CallbackStore&) = delete;
   CallbackStore& operator=(const CallbackStore&) = delete;
 

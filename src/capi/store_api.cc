@@ -46,9 +46,18 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
       return absl::OkStatus();
     }
     SWA_ASSIGN_OR_RETURN(const swa_kv_store_t table, swa::capi::ReadStruct(store, "store"));
-    SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::KvStore> kv, swa::capi::AdoptTable(table));
-    cache->impl->SetStore(std::make_shared<swa::BlobStore>(
-        std::move(kv), cache->impl->layout().fingerprint(), cache->impl->store_security()));
+    // Claims a built-in table's store; refused when a cache or a tiered
+    // store already owns it, or it was released.
+    SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::KvStore> kv, swa::capi::AdoptTable(table, "store"));
+    std::shared_ptr<swa::BlobStore> blob;
+    try {
+      blob = std::make_shared<swa::BlobStore>(std::move(kv), cache->impl->layout().fingerprint(),
+                                              cache->impl->store_security());
+    } catch (...) {
+      swa::capi::Unadopt(std::move(kv));  // the claim is undone: the caller still owns the table
+      throw;
+    }
+    cache->impl->SetStore(std::move(blob));
     return absl::OkStatus();
   });
 }

@@ -37,7 +37,9 @@ SWA_API swa_status_t swa_store_memory_create(const swa_store_memory_config_t* co
     SWA_CHECK_STRUCT(out);
     if (c.budget_bytes == 0)
       return absl::InvalidArgumentError("budget_bytes = 0: the memory store could hold nothing");
-    WriteStruct(swa::capi::MakeStoreTable(std::make_unique<swa::MemoryStore>(c.budget_bytes)), out);
+    WriteStruct(
+        swa::capi::MakeStoreTable(std::make_unique<swa::MemoryStore>(c.budget_bytes), "memory"),
+        out);
     return absl::OkStatus();
   });
 }
@@ -50,7 +52,7 @@ SWA_API swa_status_t swa_store_memory_stats(const swa_kv_store_t* store,
     auto* memory = dynamic_cast<swa::MemoryStore*>(swa::capi::StoreFromTable(table));
     if (memory == nullptr)
       return absl::InvalidArgumentError(
-          "store is not a table made by swa_store_memory_create()");
+          "store is not a table made by swa_store_memory_create(), or its store was released");
     const swa::MemoryStoreStats s = memory->Stats();
     swa_store_memory_stats_t v{};
     v.budget_bytes = s.budget_bytes;
@@ -91,7 +93,7 @@ SWA_API swa_status_t swa_store_directory_create(const swa_store_directory_config
     options.sync = c.sync != 0;
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::DirectoryStore> store,
                          swa::DirectoryStore::Open(options));
-    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store), "directory"), out);
     return absl::OkStatus();
   });
 }
@@ -125,7 +127,7 @@ SWA_API swa_status_t swa_store_redis_create(const swa_store_redis_config_t* conf
     options.timeout_ms = c.timeout_ms;
     options.max_connections = c.max_connections;
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::RedisStore> store, swa::RedisStore::Connect(options));
-    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store), "Redis"), out);
     return absl::OkStatus();
 #else
     return absl::UnimplementedError(

@@ -83,7 +83,7 @@ SWA_API swa_status_t swa_store_redis_cluster_create(const swa_store_redis_cluste
     options.max_attempts = c.max_attempts;
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::RedisClusterStore> store,
                          swa::RedisClusterStore::Connect(options));
-    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store), "Redis Cluster"), out);
     return absl::OkStatus();
 #else
     return absl::UnimplementedError(
@@ -107,16 +107,13 @@ SWA_API swa_status_t swa_store_tiered_create(const swa_store_tiered_config_t* co
     SWA_CHECK_STRUCT(out);
     if (c.tiers == nullptr) return swa::capi::NullArg("config->tiers");
     SWA_ASSIGN_OR_RETURN(const std::vector<swa_kv_store_t> tables, ReadTiers(c.tiers, c.n_tiers));
-    std::vector<std::unique_ptr<swa::KvStore>> tiers;
-    for (size_t i = 0; i < tables.size(); ++i) {
-      // Cannot fail after ReadTiers; from here on each tier is ours.
-      absl::StatusOr<std::unique_ptr<swa::KvStore>> kv = swa::capi::AdoptTable(tables[i]);
-      if (!kv.ok()) return absl::InternalError(absl::StrFormat("tier %u: %s", i, kv.status().message()));
-      tiers.push_back(std::move(*kv));
-    }
+    // All tiers or none: a built-in tier already owned elsewhere, or
+    // released, refuses the call and claims nothing.
+    SWA_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<swa::KvStore>> tiers,
+                         swa::capi::AdoptTables(tables));
     SWA_ASSIGN_OR_RETURN(std::unique_ptr<swa::TieredStore> store,
                          swa::TieredStore::Create(std::move(tiers)));
-    WriteStruct(swa::capi::MakeStoreTable(std::move(store)), out);
+    WriteStruct(swa::capi::MakeStoreTable(std::move(store), "tiered"), out);
     return absl::OkStatus();
   });
 }
@@ -128,7 +125,8 @@ SWA_API swa_status_t swa_store_tiered_stats(const swa_kv_store_t* store, uint32_
     SWA_CHECK_STRUCT(out);
     auto* tiered = dynamic_cast<swa::TieredStore*>(swa::capi::StoreFromTable(table));
     if (tiered == nullptr)
-      return absl::InvalidArgumentError("store is not a table made by swa_store_tiered_create()");
+      return absl::InvalidArgumentError(
+          "store is not a table made by swa_store_tiered_create(), or its store was released");
     if (tier >= tiered->tier_count())
       return absl::OutOfRangeError(absl::StrFormat("tier = %u, but the store has %u tiers", tier,
                                                    tiered->tier_count()));

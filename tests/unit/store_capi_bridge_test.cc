@@ -61,8 +61,34 @@ TEST(StoreBridge, AdoptTableTakesTheLibrarysOwnStoreItself) {
   ASSERT_NE(inside, nullptr);
   absl::StatusOr<std::unique_ptr<KvStore>> adopted = AdoptTable(t);
   ASSERT_TRUE(adopted.ok()) << adopted.status();
-  EXPECT_EQ(adopted->get(), inside);  // no callback hop; deleting it is the one release
-  EXPECT_NE(dynamic_cast<MemoryStore*>(adopted->get()), nullptr);
+  EXPECT_EQ(BuiltinBehind(**adopted), inside);  // no callback hop; deleting it is the one release
+  EXPECT_EQ(dynamic_cast<CallbackStore*>(adopted->get()), nullptr);
+  // Claimed: a second adoption is refused, and release through the table is a no-op.
+  absl::StatusOr<std::unique_ptr<KvStore>> again = AdoptTable(t);
+  EXPECT_TRUE(absl::IsInvalidArgument(again.status())) << again.status();
+  t.release(t.user_data);
+  const std::string v = "v";
+  const ConstByteSpan put[1] = {ConstByteSpan(reinterpret_cast<const uint8_t*>(v.data()), 1)};
+  EXPECT_TRUE((*adopted)->Put("k", put).ok());
+}
+
+TEST(StoreBridge, UnadoptGivesTheStoreBackUnclaimedAndAlive) {
+  swa_kv_store_t t = MakeStoreTable(std::make_unique<MemoryStore>(1 << 20), "memory");
+  KvStore* inside = StoreFromTable(t);
+  absl::StatusOr<std::unique_ptr<KvStore>> adopted = AdoptTable(t);
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  Unadopt(std::move(*adopted));  // an attach that failed after the claim
+  EXPECT_EQ(StoreFromTable(t), inside) << "the store must still be alive";
+  absl::StatusOr<std::unique_ptr<KvStore>> again = AdoptTable(t);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(BuiltinBehind(**again), inside);
+  again->reset();  // the owner drops it: released, and the table is stale
+  EXPECT_EQ(StoreFromTable(t), nullptr);
+  absl::StatusOr<std::unique_ptr<KvStore>> stale = AdoptTable(t, "tier 3");
+  EXPECT_TRUE(absl::IsInvalidArgument(stale.status())) << stale.status();
+  EXPECT_NE(stale.status().message().find("tier 3: "), std::string::npos) << stale.status();
+  EXPECT_NE(stale.status().message().find("was already released"), std::string::npos)
+      << stale.status();
 }
 
 TEST(StoreBridge, ATableWithAReplacedEntryGoesThroughTheCallbacks) {
@@ -71,9 +97,10 @@ TEST(StoreBridge, ATableWithAReplacedEntryGoesThroughTheCallbacks) {
   EXPECT_EQ(StoreFromTable(t), nullptr);
   absl::StatusOr<std::unique_ptr<KvStore>> adopted = AdoptTable(t);
   ASSERT_TRUE(adopted.ok()) << adopted.status();
-  EXPECT_NE(dynamic_cast<CallbackStore*>(adopted->get()), nullptr);
+  EXPECT_NE(BuiltinBehind(**adopted), nullptr);  // claimed, reached through the callbacks
   const std::string v = "value";
-  const ConstByteSpan put[1] = {ConstByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size())};
+  const ConstByteSpan put[1] = {
+      ConstByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size())};
   ASSERT_TRUE((*adopted)->Put("k", put).ok());
   std::string got(v.size(), '\0');
   const ByteSpan get[1] = {ByteSpan(reinterpret_cast<uint8_t*>(got.data()), got.size())};
@@ -84,7 +111,7 @@ TEST(StoreBridge, ATableWithAReplacedEntryGoesThroughTheCallbacks) {
   absl::StatusOr<bool> exists = (*adopted)->Exists("k");
   EXPECT_TRUE(absl::IsUnimplemented(exists.status())) << exists.status();
   EXPECT_NE(exists.status().message().find("does not support exists"), std::string::npos);
-  // Destroying the CallbackStore calls the table's release, which deletes the store.
+  // Destroying the adopted store deletes the built-in store once.
 }
 
 TEST(StoreBridge, BadTablesAreRefusedAndStayTheCallers) {
