@@ -821,7 +821,11 @@ typedef struct swa_step_args {
   const void* k_new;       /**< New keys [T, Hkv, D] in kv_dtype (the shared vector for shared K/V). */
   const void* v_new;       /**< New values [T, Hkv, D]; must be NULL for shared K/V layers. */
   swa_dtype_t kv_dtype;    /**< Default SWA_DTYPE_FP32. */
-  void* out;               /**< Output [T, Hq, D] in out_dtype; fully written on success. */
+  /** Output [T, Hq, D] in out_dtype; fully written on success. May be exactly
+   *  q (the same address and bytes, so out_dtype == q_dtype: computed in
+   *  place, the same bits as a separate output); must not otherwise share
+   *  memory with q, k_new, v_new, sinks, lse or positions. */
+  void* out;
   swa_dtype_t out_dtype;   /**< Default SWA_DTYPE_FP32. */
   const float* sinks;      /**< [Hq] sink logits: required for layers with has_sinks, else NULL. */
   /** Score scale; 0 = the layer's swa_layer_desc_t::softmax_scale, or
@@ -831,7 +835,8 @@ typedef struct swa_step_args {
   /* Appended in 0.2.0. */
   /** Optional [T, Hq] FP32 output: ln of each row's softmax denominator over
    *  the scaled (and capped) logits, sink included; -inf for a row with no key
-   *  and no sink (\ref sem_attention). For swa_attention_merge(). Default NULL. */
+   *  and no sink (\ref sem_attention). For swa_attention_merge(). Must not
+   *  share memory with any other tensor of the call. Default NULL. */
   float* lse;
   /* Appended after 0.2.0 (a struct_size without it means: positions NULL). */
   /** Optional [T] int32 RoPE positions, host memory on every backend (the
@@ -873,7 +878,11 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  \retval SWA_INVALID_ARGUMENT for NULL tensors, a v_new that does not match the
  *  layer's K/V sharing, unknown dtypes, missing or unexpected sinks, a negative or
  *  non-finite softmax_scale, a bad struct_size, a negative positions[t] (the
- *  message names t and the value).
+ *  message names t and the value), or an out or lse that shares memory with
+ *  another argument (out may be exactly q, nothing else; extents from the
+ *  plan's T new tokens, the layer's Hq, Hkv and D and the dtypes; on a CUDA
+ *  cache the host positions are compared with nothing): the message names both
+ *  tensors and their byte ranges.
  *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
  *  \retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or
  *  belongs to another cache; or when one of its slots was freed since the build
@@ -938,8 +947,13 @@ typedef struct swa_merge_args {
   const float* lse_a;   /**< [rows]: its LSE; -inf for a row that saw no key (and no sink) in A. */
   const void* out_b;    /**< [rows, head_dim]: attention over key set B. */
   const float* lse_b;   /**< [rows]: its LSE. */
-  void* out;            /**< [rows, head_dim]: the merged attention; may be out_a or out_b. */
-  float* lse;           /**< [rows]: the merged LSE; may be NULL, lse_a or lse_b. */
+  /** [rows, head_dim]: the merged attention. May be exactly out_a or out_b
+   *  (the same address: merged in place); must not otherwise share memory
+   *  with out_a, out_b, lse_a, lse_b or lse. */
+  void* out;
+  /** [rows]: the merged LSE. May be NULL, or exactly lse_a or lse_b; must not
+   *  otherwise share memory with another tensor of the call. */
+  float* lse;
   void* stream;         /**< cudaStream_t on the CUDA backend; ignored on the CPU. */
   /* Appended after 0.2.0 (a struct_size without it means: device -1). */
   /** Where the tensors live when swa_attention_merge() gets no cache: -1 =
@@ -986,7 +1000,9 @@ SWA_API void swa_merge_args_init(swa_merge_args_t* args);
  *  dtype, sizes that overflow: rows * head_dim above 2^60 (the message names
  *  both values), a device below -1, or a device that differs from the
  *  cache's (a CPU cache takes -1 only; a CUDA cache -1 or its own device),
- *  or, with cache = NULL, a CUDA device d that does not exist. Nothing is
+ *  or, with cache = NULL, a CUDA device d that does not exist; or an out or
+ *  lse that shares memory with another tensor other than as allowed above
+ *  (the message names both tensors and their byte ranges). Nothing is
  *  written then.
  *  \retval SWA_UNIMPLEMENTED for cache = NULL and device >= 0 in a build
  *  without the CUDA backend.
@@ -1099,7 +1115,10 @@ typedef struct swa_compress_args {
   const float* position_bias;  /**< [c, S] FP32, added to the gates of window slot i mod c. */
   const float* norm_weight;    /**< [d] FP32 weight of the entries' RMSNorm (kv_norm). */
   float norm_eps;              /**< RMSNorm epsilon, finite and > 0. Default 1e-6. */
-  void* out;                   /**< [out_rows, d] in out_dtype: entry k of the plan's windows in row k. */
+  /** [out_rows, d] in out_dtype: entry k of the plan's windows in row k. The
+   *  rows written must not share memory with kv, gate, position_bias or
+   *  norm_weight. */
+  void* out;
   swa_dtype_t out_dtype;       /**< Default SWA_DTYPE_FP32. */
   /** Rows of `out`, at least the plan's window count for the layer
    *  (swa_plan_compress_windows()); rows past it are not written. Default 0. */
@@ -1137,7 +1156,8 @@ SWA_API void swa_compress_args_init(swa_compress_args_t* args);
  *  \retval SWA_INVALID_ARGUMENT for NULL tensors, a bad struct_size, unknown
  *  dtypes, a non-positive or non-finite norm_eps, a layer without a typed
  *  compressor or a compressor index it does not have (the message names it),
- *  out_rows below the window count.
+ *  out_rows below the window count, an out whose written rows share memory
+ *  with an input (the message names both tensors and their byte ranges).
  *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
  *  \retval SWA_FAILED_PRECONDITION for a plan not built, cancelled or of
  *  another cache, or whose slots were freed or are being saved or restored
@@ -1216,7 +1236,7 @@ typedef struct swa_rope_args {
   uint32_t heads;             /**< Head vectors per token, >= 1. Default 1. */
   int64_t tokens;             /**< Rows of x, >= 0; 0 is a no-op. Default 0. */
   /** [tokens] int32 positions, each >= 0; host memory on every device (copied
-   *  on `stream` for a CUDA device). */
+   *  on `stream` for a CUDA device). Must not share memory with a host x. */
   const int32_t* positions;
   /** 0: rotate forward by each position with cos and sin times the attention
    *  factor (what the step does to q and the new keys); 1: rotate back by minus
@@ -1245,7 +1265,8 @@ SWA_API void swa_rope_args_init(swa_rope_args_t* args);
  *  NULL x or positions with tokens > 0, a negative tokens, heads = 0, an
  *  unknown dtype, inverse not 0 or 1, a negative positions[t] (the message
  *  names t and the value), sizes that overflow, a device below -1 or that does
- *  not exist, a bad struct_size. Nothing is written then.
+ *  not exist, a bad struct_size, a host x that shares memory with positions
+ *  (the message names both and their byte ranges). Nothing is written then.
  *  \retval SWA_UNIMPLEMENTED for device >= 0 in a build without CUDA.
  *  \retval SWA_INTERNAL when a CUDA call fails (the message names it).
  *  \note Thread-safe; on a device the work is enqueued on args->stream. */
@@ -1429,7 +1450,9 @@ SWA_API swa_status_t swa_decode_graph_plan(swa_decode_graph_t* graph, const int3
  *  \retval SWA_INVALID_ARGUMENT for NULL tensors, v_new or sinks that do not
  *  match the layer, unknown dtypes, a bad softmax_scale or struct_size, a
  *  non-NULL positions (the graph decode rotates by cache positions only: its
- *  captured work cannot read host positions; see \ref sem_rope_positions).
+ *  captured work cannot read host positions; see \ref sem_rope_positions),
+ *  or an out or lse that shares memory with another argument as at swa_step()
+ *  (extents: n_seqs * tokens_per_seq rows of the last plan).
  *  \retval SWA_OUT_OF_RANGE for a layer past the last.
  *  \retval SWA_FAILED_PRECONDITION when no step has been planned.
  *  \note Not thread-safe with other calls on the same graph. */
@@ -2210,7 +2233,9 @@ typedef struct swa_project_args {
   const void* hidden;                /**< [n_tokens, hidden_dim] BF16 (uint16_t bits). */
   const void* weight;                /**< BF16, shape per weight_layout. */
   swa_weight_layout_t weight_layout; /**< Default SWA_WEIGHT_OUT_IN. */
-  void* out;                         /**< [n_tokens, q_dim + kv_dim] in out_dtype; fully written on success. */
+  /** [n_tokens, q_dim + kv_dim] in out_dtype; fully written on success. Must
+   *  not share memory with hidden or weight. */
+  void* out;
   swa_dtype_t out_dtype;             /**< SWA_DTYPE_FP32 (default) or SWA_DTYPE_BF16 (round to nearest even). */
   int32_t n_tokens;                  /**< T >= 0 (int32, like every token count); 0 is a no-op. */
   uint32_t hidden_dim;               /**< K, >= 1. */
@@ -2240,7 +2265,8 @@ SWA_API void swa_project_args_init(swa_project_args_t* args);
  *  tensors (when n_tokens > 0), a negative n_tokens, hidden_dim = 0, q_dim + kv_dim = 0,
  *  an element count of hidden, weight or out above 2^60 (however large its
  *  factors: the message names the tensor and the values), unknown dtype or
- *  weight layout. Nothing is written then.
+ *  weight layout, an out that shares memory with hidden or weight (the
+ *  message names both tensors and their byte ranges). Nothing is written then.
  *  \retval SWA_INTERNAL (or another code) when the CUDA runtime or cuBLASLt
  *  fails; the message carries its text.
  *  \see \ref md_docs_cuda_backend "docs/cuda_backend.md" (the cuBLASLt and CPU GEMM paths).

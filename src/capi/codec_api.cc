@@ -5,6 +5,7 @@
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "codec/codec.h"
+#include "common/byte_overlap.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "layout/model_spec.h"
@@ -56,11 +57,7 @@ absl::Status CheckBuffers(const Buffer& a, const Buffer& b) {
                                         UINTPTR_MAX)
                             .status());  // the buffer would wrap the address space
   }
-  if (a.addr < b.addr + b.bytes && b.addr < a.addr + a.bytes)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s [%p, +%u) and %s [%p, +%u) overlap", a.name, reinterpret_cast<void*>(a.addr), a.bytes,
-        b.name, reinterpret_cast<void*>(b.addr), b.bytes));
-  return absl::OkStatus();
+  return swa::CheckApart({b.name, b.addr, b.bytes}, {a.name, a.addr, a.bytes});
 }
 
 // Enum arguments by reference: copying one by value loads it as the enum type,

@@ -5,6 +5,7 @@
 #include "capi/error.h"
 #include "capi/handles.h"
 #include "capi/struct_versions.h"
+#include "common/byte_overlap.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 
@@ -36,6 +37,13 @@ absl::Status ToWork(const swa_project_args_t& a, swa::ProjectWork* w) {
     if (a.hidden == nullptr) return swa::capi::NullArg("hidden");
     if (a.weight == nullptr) return swa::capi::NullArg("weight");
     if (a.out == nullptr) return swa::capi::NullArg("out");
+    // The output must not share memory with an input (no in-place form).
+    const uint64_t t = uint64_t(a.n_tokens);
+    const swa::MemRange o = swa::RangeOf(
+        "out", a.out, t * n * (w->out_dtype == swa::Dtype::kBf16 ? 2 : 4));
+    SWA_RETURN_IF_ERROR(swa::CheckApart(o, swa::RangeOf("hidden", a.hidden, t * a.hidden_dim * 2)));
+    SWA_RETURN_IF_ERROR(
+        swa::CheckApart(o, swa::RangeOf("weight", a.weight, uint64_t(a.hidden_dim) * n * 2)));
   }
   w->hidden = static_cast<const uint16_t*>(a.hidden);
   w->weight = static_cast<const uint16_t*>(a.weight);

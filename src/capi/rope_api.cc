@@ -11,6 +11,7 @@
 #include "capi/enums.h"
 #include "capi/error.h"
 #include "capi/struct_versions.h"
+#include "common/byte_overlap.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "layout/layout.h"
@@ -103,6 +104,14 @@ SWA_API swa_status_t swa_rope_apply(const swa_rope_args_t* args) {
     if (a.tokens > 0) {
       if (a.x == nullptr) return swa::capi::NullArg("x");
       if (a.positions == nullptr) return swa::capi::NullArg("positions");
+      // x is rotated in place while positions are read: apart (host x only;
+      // positions are host memory, a device x is compared with nothing).
+      const uint64_t x_bytes = uint64_t(a.tokens) * a.heads * head_dim *
+                               (w.dtype == swa::Dtype::kBf16 ? 2 : 4);
+      if (a.device == -1)
+        SWA_RETURN_IF_ERROR(swa::CheckApart(
+            swa::RangeOf("x", a.x, x_bytes),
+            swa::RangeOf("positions", a.positions, uint64_t(a.tokens) * sizeof(int32_t))));
     }
     SWA_RETURN_IF_ERROR(swa::CheckPositions(a.positions, a.tokens));
     if (a.tokens == 0 || !table.on()) {

@@ -8,6 +8,7 @@
 #include "capi/handles.h"
 #include "capi/step_args.h"
 #include "capi/struct_versions.h"
+#include "common/byte_overlap.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "step/run_step.h"
@@ -32,6 +33,25 @@ absl::Status ConvertMerge(const swa_merge_args_t& a, MergeWork* w) {
     if (a.out_b == nullptr) return NullArg("out_b");
     if (a.lse_b == nullptr) return NullArg("lse_b");
     if (a.out == nullptr) return NullArg("out");
+    // out may be exactly out_a or out_b, lse exactly lse_a or lse_b (the
+    // kernels read each value before writing it); no other sharing.
+    const uint64_t elem = w->dtype == Dtype::kBf16 ? 2 : 4;
+    const uint64_t out_bytes = uint64_t(a.rows) * a.head_dim * elem;
+    const uint64_t lse_bytes = uint64_t(a.rows) * sizeof(float);
+    const MemRange out = RangeOf("out", a.out, out_bytes), lse = RangeOf("lse", a.lse, lse_bytes);
+    const MemRange out_a = RangeOf("out_a", a.out_a, out_bytes);
+    const MemRange out_b = RangeOf("out_b", a.out_b, out_bytes);
+    const MemRange lse_a = RangeOf("lse_a", a.lse_a, lse_bytes);
+    const MemRange lse_b = RangeOf("lse_b", a.lse_b, lse_bytes);
+    SWA_RETURN_IF_ERROR(CheckApart(out, out_a, /*may_equal=*/true));
+    SWA_RETURN_IF_ERROR(CheckApart(out, out_b, /*may_equal=*/true));
+    SWA_RETURN_IF_ERROR(CheckApart(out, lse_a));
+    SWA_RETURN_IF_ERROR(CheckApart(out, lse_b));
+    SWA_RETURN_IF_ERROR(CheckApart(lse, lse_a, /*may_equal=*/true));
+    SWA_RETURN_IF_ERROR(CheckApart(lse, lse_b, /*may_equal=*/true));
+    SWA_RETURN_IF_ERROR(CheckApart(lse, out_a));
+    SWA_RETURN_IF_ERROR(CheckApart(lse, out_b));
+    SWA_RETURN_IF_ERROR(CheckApart(lse, out));
   }
   w->rows = a.rows;
   w->dim = a.head_dim;

@@ -6,6 +6,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "backend/compress_work.h"
+#include "common/byte_overlap.h"
 #include "common/status_macros.h"
 #include "layout/rope_table.h"
 #include "plan/compress_plan.h"
@@ -40,6 +41,17 @@ absl::Status CheckTensors(const LayerLayout& l, const CompressTensors& t, int64_
         "(swa_plan_compress_windows)",
         t.out_rows, n_windows, t.layer));
   if (n_windows > 0 && t.out == nullptr) return Invalid("out is NULL");
+  // The rows out receives (one per closing window) share no memory with an
+  // input. Sizes cannot overflow: T < 2^31, rows of at most a few thousand values.
+  const uint64_t in_elem = t.dtype == Dtype::kBf16 ? 2 : 4;
+  const uint64_t out_elem = t.out_dtype == Dtype::kBf16 ? 2 : 4;
+  const MemRange out = RangeOf("out", n_windows > 0 ? t.out : nullptr,
+                              uint64_t(n_windows) * d * out_elem);
+  SWA_RETURN_IF_ERROR(CheckApart(out, RangeOf("kv", t.kv, uint64_t(n_tokens) * s * in_elem)));
+  SWA_RETURN_IF_ERROR(CheckApart(out, RangeOf("gate", t.gate, uint64_t(n_tokens) * s * in_elem)));
+  SWA_RETURN_IF_ERROR(CheckApart(
+      out, RangeOf("position_bias", t.position_bias, uint64_t(l.compress_ratio) * s * 4)));
+  SWA_RETURN_IF_ERROR(CheckApart(out, RangeOf("norm_weight", t.norm_weight, uint64_t(d) * 4)));
   return absl::OkStatus();
 }
 

@@ -111,14 +111,18 @@ absl::Status DecodeGraph::Plan(const int32_t* slots, const int32_t* seqlen_k, in
     return absl::InvalidArgumentError("slots and seqlen_k must not be NULL");
   SWA_RETURN_IF_ERROR(exec_->Plan(slots, seqlen_k, n_seqs, stream));
   planned_ = true;
+  planned_seqs_ = n_seqs;
   return absl::OkStatus();
 }
 
 absl::Status DecodeGraph::Step(const StepTensors& t) {
   if (!planned_)
     return absl::FailedPreconditionError("no step has been planned on this graph yet");
-  // Every row of the graph has its tensors (padding rows too).
-  SWA_RETURN_IF_ERROR(CheckStepTensors(cache_->layout(), t, /*has_tokens=*/true));
+  // Every row of the graph has its tensors (padding rows too): n_seqs *
+  // tokens_per_seq of them. Positions were refused before (decode_graph_api.cc).
+  SWA_RETURN_IF_ERROR(CheckStepTensors(cache_->layout(), t, /*has_tokens=*/true,
+                                       int64_t{planned_seqs_} * setup_.tokens,
+                                       cache_->backend().kind() != BackendKind::kCuda));
   const StepLayer layer = cache_->StepLayerOf(t.layer);
   const float scale = ResolveSoftmaxScale(t.softmax_scale, layer);
   StepResult result;

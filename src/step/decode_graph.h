@@ -50,6 +50,7 @@ class DecodeGraph {
   std::unique_ptr<GraphExecutor> exec_;
   std::vector<uint8_t> held_;  // per slot: 1 = this graph holds it (SlotState::graph_holds)
   bool planned_ = false;
+  int32_t planned_seqs_ = 0;  // n_seqs of the last Plan: a step's tensors have n_seqs * tokens rows
 };
 
 // A reason code as words ("gap", "rewind too deep", ...).

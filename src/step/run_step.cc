@@ -33,7 +33,9 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
     return absl::FailedPreconditionError("plan belongs to another cache");
   if (!plan.built())
     return absl::FailedPreconditionError("plan is not built (build it, or it was cancelled)");
-  SWA_RETURN_IF_ERROR(CheckStepTensors(cache.layout(), tensors, plan.n_tokens() > 0));
+  SWA_RETURN_IF_ERROR(CheckStepTensors(cache.layout(), tensors, plan.n_tokens() > 0,
+                                       plan.n_tokens(),
+                                       cache.backend().kind() != BackendKind::kCuda));
   SWA_RETURN_IF_ERROR(CheckPositions(tensors.positions, plan.n_tokens()));
   // Freed, reused or busy since the build? If not, the slots stay held until
   // the step returns: a free, reset, copy, save or restore of one of them on

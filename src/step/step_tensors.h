@@ -13,9 +13,15 @@ namespace swa {
 
 // OUT_OF_RANGE for a layer past the cache's; INVALID_ARGUMENT for a NULL
 // q, k_new or out when `has_tokens`, a v_new or sinks that the layer's
-// shape does not call for (or lacks), or a softmax_scale that is not a
-// finite value >= 0. Each message names the offending tensor and the layer.
-absl::Status CheckStepTensors(const Layout& layout, const StepTensors& tensors, bool has_tokens);
+// shape does not call for (or lacks), a softmax_scale that is not a finite
+// value >= 0, or an out or lse that shares memory with another argument
+// (out may be exactly q: the same start and bytes), the extents taken from
+// `n_tokens` rows and the layer's shape. Each message names the offending
+// tensor and the layer, or both tensors and their byte ranges. Positions are
+// host memory: `host_positions` false (a CUDA cache, whose other tensors are
+// device memory) compares them with nothing.
+absl::Status CheckStepTensors(const Layout& layout, const StepTensors& tensors, bool has_tokens,
+                              int64_t n_tokens, bool host_positions);
 
 // The scale the scores are multiplied by, the one rule for swa_step and the
 // graph decode: the step's `softmax_scale` when non-zero, else the layer's

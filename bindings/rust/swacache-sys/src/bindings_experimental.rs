@@ -2519,7 +2519,10 @@ pub struct swa_step_args {
     pub v_new: *const core::ffi::c_void,
     #[doc = "< Default SWA_DTYPE_FP32."]
     pub kv_dtype: swa_dtype_t,
-    #[doc = "< Output [T, Hq, D] in out_dtype; fully written on success."]
+    #[doc = " Output [T, Hq, D] in out_dtype; fully written on success. May be exactly"]
+    #[doc = "  q (the same address and bytes, so out_dtype == q_dtype: computed in"]
+    #[doc = "  place, the same bits as a separate output); must not otherwise share"]
+    #[doc = "  memory with q, k_new, v_new, sinks, lse or positions."]
     pub out: *mut core::ffi::c_void,
     #[doc = "< Default SWA_DTYPE_FP32."]
     pub out_dtype: swa_dtype_t,
@@ -2532,7 +2535,8 @@ pub struct swa_step_args {
     pub stream: *mut core::ffi::c_void,
     #[doc = " Optional [T, Hq] FP32 output: ln of each row's softmax denominator over"]
     #[doc = "  the scaled (and capped) logits, sink included; -inf for a row with no key"]
-    #[doc = "  and no sink (\\ref sem_attention). For swa_attention_merge(). Default NULL."]
+    #[doc = "  and no sink (\\ref sem_attention). For swa_attention_merge(). Must not"]
+    #[doc = "  share memory with any other tensor of the call. Default NULL."]
     pub lse: *mut f32,
     #[doc = " Optional [T] int32 RoPE positions, host memory on every backend (the"]
     #[doc = "  CUDA backend copies them on `stream`; the array may be reused once the"]
@@ -2753,7 +2757,11 @@ extern "C" {
     #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL tensors, a v_new that does not match the"]
     #[doc = "  layer's K/V sharing, unknown dtypes, missing or unexpected sinks, a negative or"]
     #[doc = "  non-finite softmax_scale, a bad struct_size, a negative positions[t] (the"]
-    #[doc = "  message names t and the value)."]
+    #[doc = "  message names t and the value), or an out or lse that shares memory with"]
+    #[doc = "  another argument (out may be exactly q, nothing else; extents from the"]
+    #[doc = "  plan's T new tokens, the layer's Hq, Hkv and D and the dtypes; on a CUDA"]
+    #[doc = "  cache the host positions are compared with nothing): the message names both"]
+    #[doc = "  tensors and their byte ranges."]
     #[doc = "  \\retval SWA_OUT_OF_RANGE for a layer id past the last layer."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or"]
     #[doc = "  belongs to another cache; or when one of its slots was freed since the build"]
@@ -2932,9 +2940,12 @@ pub struct swa_merge_args {
     pub out_b: *const core::ffi::c_void,
     #[doc = "< [rows]: its LSE."]
     pub lse_b: *const f32,
-    #[doc = "< [rows, head_dim]: the merged attention; may be out_a or out_b."]
+    #[doc = " [rows, head_dim]: the merged attention. May be exactly out_a or out_b"]
+    #[doc = "  (the same address: merged in place); must not otherwise share memory"]
+    #[doc = "  with out_a, out_b, lse_a, lse_b or lse."]
     pub out: *mut core::ffi::c_void,
-    #[doc = "< [rows]: the merged LSE; may be NULL, lse_a or lse_b."]
+    #[doc = " [rows]: the merged LSE. May be NULL, or exactly lse_a or lse_b; must not"]
+    #[doc = "  otherwise share memory with another tensor of the call."]
     pub lse: *mut f32,
     #[doc = "< cudaStream_t on the CUDA backend; ignored on the CPU."]
     pub stream: *mut core::ffi::c_void,
@@ -3141,7 +3152,9 @@ extern "C" {
     #[doc = "  dtype, sizes that overflow: rows * head_dim above 2^60 (the message names"]
     #[doc = "  both values), a device below -1, or a device that differs from the"]
     #[doc = "  cache's (a CPU cache takes -1 only; a CUDA cache -1 or its own device),"]
-    #[doc = "  or, with cache = NULL, a CUDA device d that does not exist. Nothing is"]
+    #[doc = "  or, with cache = NULL, a CUDA device d that does not exist; or an out or"]
+    #[doc = "  lse that shares memory with another tensor other than as allowed above"]
+    #[doc = "  (the message names both tensors and their byte ranges). Nothing is"]
     #[doc = "  written then."]
     #[doc = "  \\retval SWA_UNIMPLEMENTED for cache = NULL and device >= 0 in a build"]
     #[doc = "  without the CUDA backend."]
@@ -3433,7 +3446,9 @@ pub struct swa_compress_args {
     pub norm_weight: *const f32,
     #[doc = "< RMSNorm epsilon, finite and > 0. Default 1e-6."]
     pub norm_eps: f32,
-    #[doc = "< [out_rows, d] in out_dtype: entry k of the plan's windows in row k."]
+    #[doc = " [out_rows, d] in out_dtype: entry k of the plan's windows in row k. The"]
+    #[doc = "  rows written must not share memory with kv, gate, position_bias or"]
+    #[doc = "  norm_weight."]
     pub out: *mut core::ffi::c_void,
     #[doc = "< Default SWA_DTYPE_FP32."]
     pub out_dtype: swa_dtype_t,
@@ -3672,7 +3687,8 @@ extern "C" {
     #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL tensors, a bad struct_size, unknown"]
     #[doc = "  dtypes, a non-positive or non-finite norm_eps, a layer without a typed"]
     #[doc = "  compressor or a compressor index it does not have (the message names it),"]
-    #[doc = "  out_rows below the window count."]
+    #[doc = "  out_rows below the window count, an out whose written rows share memory"]
+    #[doc = "  with an input (the message names both tensors and their byte ranges)."]
     #[doc = "  \\retval SWA_OUT_OF_RANGE for a layer id past the last layer."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION for a plan not built, cancelled or of"]
     #[doc = "  another cache, or whose slots were freed or are being saved or restored"]
@@ -3851,7 +3867,7 @@ pub struct swa_rope_args {
     #[doc = "< Rows of x, >= 0; 0 is a no-op. Default 0."]
     pub tokens: i64,
     #[doc = " [tokens] int32 positions, each >= 0; host memory on every device (copied"]
-    #[doc = "  on `stream` for a CUDA device)."]
+    #[doc = "  on `stream` for a CUDA device). Must not share memory with a host x."]
     pub positions: *const i32,
     #[doc = " 0: rotate forward by each position with cos and sin times the attention"]
     #[doc = "  factor (what the step does to q and the new keys); 1: rotate back by minus"]
@@ -4009,7 +4025,8 @@ extern "C" {
     #[doc = "  NULL x or positions with tokens > 0, a negative tokens, heads = 0, an"]
     #[doc = "  unknown dtype, inverse not 0 or 1, a negative positions[t] (the message"]
     #[doc = "  names t and the value), sizes that overflow, a device below -1 or that does"]
-    #[doc = "  not exist, a bad struct_size. Nothing is written then."]
+    #[doc = "  not exist, a bad struct_size, a host x that shares memory with positions"]
+    #[doc = "  (the message names both and their byte ranges). Nothing is written then."]
     #[doc = "  \\retval SWA_UNIMPLEMENTED for device >= 0 in a build without CUDA."]
     #[doc = "  \\retval SWA_INTERNAL when a CUDA call fails (the message names it)."]
     #[doc = "  \\note Thread-safe; on a device the work is enqueued on args->stream."]
@@ -4312,7 +4329,9 @@ extern "C" {
     #[doc = "  \\retval SWA_INVALID_ARGUMENT for NULL tensors, v_new or sinks that do not"]
     #[doc = "  match the layer, unknown dtypes, a bad softmax_scale or struct_size, a"]
     #[doc = "  non-NULL positions (the graph decode rotates by cache positions only: its"]
-    #[doc = "  captured work cannot read host positions; see \\ref sem_rope_positions)."]
+    #[doc = "  captured work cannot read host positions; see \\ref sem_rope_positions),"]
+    #[doc = "  or an out or lse that shares memory with another argument as at swa_step()"]
+    #[doc = "  (extents: n_seqs * tokens_per_seq rows of the last plan)."]
     #[doc = "  \\retval SWA_OUT_OF_RANGE for a layer past the last."]
     #[doc = "  \\retval SWA_FAILED_PRECONDITION when no step has been planned."]
     #[doc = "  \\note Not thread-safe with other calls on the same graph."]
@@ -6230,7 +6249,8 @@ pub struct swa_project_args {
     pub weight: *const core::ffi::c_void,
     #[doc = "< Default SWA_WEIGHT_OUT_IN."]
     pub weight_layout: swa_weight_layout_t,
-    #[doc = "< [n_tokens, q_dim + kv_dim] in out_dtype; fully written on success."]
+    #[doc = " [n_tokens, q_dim + kv_dim] in out_dtype; fully written on success. Must"]
+    #[doc = "  not share memory with hidden or weight."]
     pub out: *mut core::ffi::c_void,
     #[doc = "< SWA_DTYPE_FP32 (default) or SWA_DTYPE_BF16 (round to nearest even)."]
     pub out_dtype: swa_dtype_t,
@@ -6420,7 +6440,8 @@ extern "C" {
     #[doc = "  tensors (when n_tokens > 0), a negative n_tokens, hidden_dim = 0, q_dim + kv_dim = 0,"]
     #[doc = "  an element count of hidden, weight or out above 2^60 (however large its"]
     #[doc = "  factors: the message names the tensor and the values), unknown dtype or"]
-    #[doc = "  weight layout. Nothing is written then."]
+    #[doc = "  weight layout, an out that shares memory with hidden or weight (the"]
+    #[doc = "  message names both tensors and their byte ranges). Nothing is written then."]
     #[doc = "  \\retval SWA_INTERNAL (or another code) when the CUDA runtime or cuBLASLt"]
     #[doc = "  fails; the message carries its text."]
     #[doc = "  \\see \\ref md_docs_cuda_backend \"docs/cuda_backend.md\" (the cuBLASLt and CPU GEMM paths)."]
