@@ -77,7 +77,7 @@ stage "main build" cmake --build build -j "$jobs"
 if [ $quick = 1 ]; then
   echo "test.sh --quick: unit, API and C tests of the main tree only; CI runs more"
   stage "main tests (quick)" ctest --test-dir build --output-on-failure -j "$jobs" \
-    -E '^(rust_binding|go_binding|python_binding|python_engine|python_engine_prefix|python_oracles|compress_oracle|quickstart_go|quickstart_rust|quickstart_python|doxygen|doxygen_experimental|install_consumer|subproject_no_tests|readme_example|cli_help)$|_(portable|avx2|avx512|bf16|amx)$'
+    -E '^(rust_binding|go_binding|python_binding|python_engine|python_engine_prefix|python_oracles|compress_oracle|quickstart_go|quickstart_rust|quickstart_python|doxygen|doxygen_experimental|install_consumer|subproject_no_tests|readme_example|cli_help|cli_args)$|_(portable|avx2|avx512|bf16|amx)$'
   exit 0
 fi
 

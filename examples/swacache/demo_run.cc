@@ -256,6 +256,11 @@ int RunDemo(const DemoOptions& opt) {
     std::fprintf(stderr, "swacache demo: unknown preset '%s'\n", opt.preset.c_str());
     return 2;
   }
+  if (opt.layers == 0 || opt.layers > preset.layers.size()) {
+    std::fprintf(stderr, "swacache demo: --layers = %u is out of range [1, %zu] (preset %s)\n",
+                 opt.layers, preset.layers.size(), opt.preset.c_str());
+    return 2;
+  }
   Demo demo(opt);
   if (const int rc = demo.Create(preset); rc != 0) return rc;
   const int n = int(demo.lay.draft_tokens) + 1;

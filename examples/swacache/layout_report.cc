@@ -11,6 +11,7 @@ const char* FormatName(swa_format_t f) {
     case SWA_FORMAT_MXFP8: return "MXFP8";
     case SWA_FORMAT_BF16: return "BF16";
     case SWA_FORMAT_FP32: return "FP32";
+    case SWA_FORMAT_FP8_DS_MLA: return "DS_MLA";
   }
   return "?";
 }
@@ -51,16 +52,19 @@ void PrintLayoutReport(const swa_cache_t* cache) {
                            : ll.compress_kind == SWA_COMPRESS_HCA ? "hca"
                            : ll.compress_kind == SWA_COMPRESS_CSA ? "csa"
                                                                   : "compress";
+      // A typed compressor's rows are FP32 or BF16 (entry = kv + gate halves),
+      // whatever the ring's format.
+      const char* format = FormatName(ll.kv_format);
+      if (pass == 2 && ll.compress_kind != SWA_COMPRESS_OPAQUE && ll.compress_row_values != 0)
+        format = ll.compress_entry_bytes / (2 * ll.compress_row_values) == 2 ? "BF16" : "FP32";
       std::printf("%-6u %-8s %-6s %-8s %12llu %12llu %10u\n", i,
-                  ll.role == SWA_LAYER_STORED ? "stored" : "dropped", FormatName(ll.kv_format),
-                  region,
+                  ll.role == SWA_LAYER_STORED ? "stored" : "dropped", format, region,
                   static_cast<unsigned long long>(pass < 2 ? ll.ring_offset : ll.compress_offset),
                   static_cast<unsigned long long>(pass < 2 ? ll.ring_bytes : ll.compress_bytes),
                   pass < 2 ? ll.bytes_per_token : ll.compress_entry_bytes);
       if (pass == 2 && ll.index_row_bytes != 0)
         std::printf("%-6u %-8s %-6s %-8s %12llu %12llu %10u\n", i,
-                    ll.role == SWA_LAYER_STORED ? "stored" : "dropped", FormatName(ll.kv_format),
-                    "index", static_cast<unsigned long long>(ll.index_offset),
+                    ll.role == SWA_LAYER_STORED ? "stored" : "dropped", format, "index", static_cast<unsigned long long>(ll.index_offset),
                     static_cast<unsigned long long>(ll.index_bytes), ll.index_row_bytes);
     }
   }
@@ -71,6 +75,13 @@ void PrintLayoutReport(const swa_cache_t* cache) {
   std::printf("\nper sequence: slot %s (stored, persisted: %s), pool %s for %u slots\n",
               Bytes(lay.slot_bytes).c_str(), Bytes(lay.stored_bytes).c_str(),
               Bytes(lay.pool_bytes).c_str(), lay.max_slots);
+  // The exact figures, for scripts and for checking against swa_layout_compute().
+  std::printf("bytes: slot %llu, stored %llu, compress %llu, compress saved %llu, pool %llu\n",
+              static_cast<unsigned long long>(lay.slot_bytes),
+              static_cast<unsigned long long>(lay.stored_bytes),
+              static_cast<unsigned long long>(lay.compress_bytes),
+              static_cast<unsigned long long>(lay.compress_saved_bytes),
+              static_cast<unsigned long long>(lay.pool_bytes));
   std::printf("\n%-10s %18s %18s %8s\n", "context", "full cache/seq", "swacache/seq", "ratio");
   for (double tokens : {8192.0, 32768.0, 131072.0}) {
     // The same layers keeping every token in the same format (docs/semantics.md).

@@ -5,6 +5,7 @@
 //   swacache help [COMMAND] | --help   (commands and their flags)
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,18 +14,19 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "args.h"
 #include "demo_run.h"
 #include "layout_report.h"
 #include "presets.h"
 #include "swacache.h"
 
 ABSL_FLAG(std::string, preset, "deepseek-v4", "model preset: deepseek-v4, deepseek-v4-flash (compressor state in the slot) or gpt-oss");
-ABSL_FLAG(uint32_t, slots, 4, "state slots in the pool");
-ABSL_FLAG(uint32_t, layers, 2, "layers of the preset to run (stored and dropped)");
-ABSL_FLAG(uint32_t, sequences, 3, "concurrent sequences");
-ABSL_FLAG(uint32_t, max_prompt, 160, "longest prompt (tokens)");
-ABSL_FLAG(uint32_t, chunk, 64, "prefill chunk (tokens)");
-ABSL_FLAG(uint32_t, decode_steps, 10, "speculative decode steps per sequence");
+ABSL_FLAG(uint32_t, slots, 4, "state slots in the pool, 1 ... 1048576");
+ABSL_FLAG(uint32_t, layers, 2, "layers of the preset to run (stored and dropped), 1 ... the preset's count");
+ABSL_FLAG(uint32_t, sequences, 3, "concurrent sequences, 1 ... 1024");
+ABSL_FLAG(uint32_t, max_prompt, 160, "longest prompt (tokens), 1 ... 65536");
+ABSL_FLAG(uint32_t, chunk, 64, "prefill chunk (tokens), 1 ... 65536");
+ABSL_FLAG(uint32_t, decode_steps, 10, "speculative decode steps per sequence, 0 ... 65536");
 ABSL_FLAG(uint64_t, seed, 1, "random seed");
 
 namespace {
@@ -99,7 +101,23 @@ bool IsHelpFlag(const char* arg) {
          std::strcmp(arg, "-h") == 0 || std::strcmp(arg, "--helpshort") == 0;
 }
 
+// Prints `message` (when not empty) as a usage error; true when it did.
+bool UsageError(const std::string& message) {
+  if (message.empty()) return false;
+  std::fprintf(stderr, "swacache: %s\n", message.c_str());
+  return true;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& c : Commands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
 int RunLayout(bool allocate) {
+  if (UsageError(swacache_cli::OutOfRange("slots", absl::GetFlag(FLAGS_slots), 1,
+                                          swacache_cli::kMaxSlotsFlag)))
+    return 2;
   swacache_cli::Preset preset;
   if (!swacache_cli::MakePreset(absl::GetFlag(FLAGS_preset), absl::GetFlag(FLAGS_slots), &preset)) {
     std::fprintf(stderr, "swacache: unknown preset '%s'\n", absl::GetFlag(FLAGS_preset).c_str());
@@ -143,10 +161,29 @@ int main(int argc, char** argv) {
       return PrintHelp(has_cmd ? argv[1] : "");
     }
   }
+  // absl keeps the last of a repeated flag silently: refuse it instead.
+  std::set<std::string> given;
+  if (UsageError(swacache_cli::RepeatedFlag(argc, argv, &given))) return 2;
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string cmd = args.size() > 1 ? args[1] : "demo";
+  const size_t max_words = cmd == "help" ? 3 : 2;  // program, command[, command for help]
+  if (args.size() > max_words &&
+      UsageError(std::string("unexpected argument '") + args[max_words] + "' after '" + cmd + "'"))
+    return 2;
   if (cmd == "help") return PrintHelp(args.size() > 2 ? args[2] : "");
+  if (const Command* c = FindCommand(cmd);
+      c != nullptr && UsageError(swacache_cli::UnreadFlag(cmd, c->flags, given)))
+    return 2;
   if (cmd == "demo") {
+    using swacache_cli::OutOfRange;
+    if (UsageError(OutOfRange("sequences", absl::GetFlag(FLAGS_sequences), 1,
+                              swacache_cli::kMaxSequences)) ||
+        UsageError(OutOfRange("max_prompt", absl::GetFlag(FLAGS_max_prompt), 1,
+                              swacache_cli::kMaxPrompt)) ||
+        UsageError(OutOfRange("chunk", absl::GetFlag(FLAGS_chunk), 1, swacache_cli::kMaxChunk)) ||
+        UsageError(OutOfRange("decode_steps", absl::GetFlag(FLAGS_decode_steps), 0,
+                              swacache_cli::kMaxDecodeSteps)))
+      return 2;
     swacache_cli::DemoOptions o;
     o.preset = absl::GetFlag(FLAGS_preset);
     o.layers = absl::GetFlag(FLAGS_layers);
