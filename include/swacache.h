@@ -716,8 +716,9 @@ SWA_API swa_status_t swa_plan_build(swa_plan_t* plan, const swa_seq_t* seqs, uin
  *  \param[in] plan The plan.
  *  \retval SWA_OK; SWA_INVALID_ARGUMENT for NULL; SWA_FAILED_PRECONDITION when
  *  the plan is not built, was executed, or a slot changed since the build,
- *  including a slot freed and allocated again (even to numbers that match the
- *  build's; the message names the slot). Then nothing is restored.
+ *  including a slot freed and allocated again, or reset, copied into, restored
+ *  into or prepared for replay (even to numbers that match the build's; the
+ *  message names the slot). Then nothing is restored.
  *  \note Not thread-safe with other calls on the same plan. */
 SWA_API swa_status_t swa_plan_cancel(swa_plan_t* plan);
 
@@ -886,8 +887,10 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  \retval SWA_OUT_OF_RANGE for a layer id past the last layer.
  *  \retval SWA_FAILED_PRECONDITION for a plan that is not built, was cancelled, or
  *  belongs to another cache; or when one of its slots was freed since the build
- *  (allocated again or not: a plan never writes a slot's next owner), or is being
- *  saved or restored. The message names the slot; nothing is written.
+ *  (allocated again or not: a plan never writes a slot's next owner), or reset,
+ *  copied into, restored into or prepared for replay since the build (the slot
+ *  holds another sequence), or is being saved or restored. The message names
+ *  the slot; nothing is written.
  *  \note While the call runs, the plan's slots are held: swa_slot_free(),
  *  swa_slot_reset(), swa_slot_copy() from or into them, swa_slot_save() and
  *  swa_slot_restore() of them on other threads fail with SWA_FAILED_PRECONDITION

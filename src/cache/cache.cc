@@ -80,6 +80,7 @@ absl::Status Cache::CopySlot(uint32_t src, uint32_t dst) {
   SWA_RETURN_IF_ERROR(slots_.CheckNotHeldLocked(dst, "copying into it"));
   SWA_RETURN_IF_ERROR(backend_->Copy(slot_base(dst), slot_base(src), layout_.slot_bytes()));
   SlotTable::CopyPositions(slots_.StateLocked(src), &slots_.StateLocked(dst));
+  ++slots_.StateLocked(dst).epoch;  // dst holds another sequence: older plans of it must not run
   return absl::OkStatus();
 }
 

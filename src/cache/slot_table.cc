@@ -105,7 +105,9 @@ absl::Status SlotTable::Reset(uint32_t slot) {
   if (absl::Status s = CheckAllocatedLocked(slot); !s.ok()) return s;
   SWA_RETURN_IF_ERROR(CheckNotHeldLocked(slot, "resetting it"));
   SWA_RETURN_IF_ERROR(CheckNotSteppingLocked(slot, "resetting it"));
-  state_[slot] = SlotState{.allocated = true, .generation = state_[slot].generation};
+  state_[slot] = SlotState{.allocated = true,
+                           .generation = state_[slot].generation,
+                           .epoch = state_[slot].epoch + 1};
   return absl::OkStatus();
 }
 
@@ -176,7 +178,10 @@ absl::Status SlotTable::BeginWrite(uint32_t slot, uint32_t generation) {
 
 void SlotTable::EndWrite(uint32_t slot, const SlotState* restored) {
   absl::MutexLock lock(&mu_);
-  if (restored != nullptr) CopyPositions(*restored, &state_[slot]);
+  if (restored != nullptr) {
+    CopyPositions(*restored, &state_[slot]);
+    ++state_[slot].epoch;  // another sequence now: plans built before must not run
+  }
   state_[slot].busy = 0;
 }
 
@@ -312,6 +317,7 @@ absl::StatusOr<ReplayRange> SlotTable::BeginReplay(uint32_t slot, int32_t span,
   st.valid_start = r.start;
   st.written_end = r.start;
   st.ring_high = r.start;  // stale rows are older than anything the replay writes
+  ++st.epoch;
   return r;
 }
 

@@ -26,6 +26,16 @@ struct SlotState {
   // the slot was freed and handed out again sees another value and writes
   // nothing. The same check serves anyone who must know "still the same owner".
   uint32_t generation = 0;
+  // Bumped by every call that replaces the slot's sequence while it stays
+  // allocated: reset, copy into it, restore into it, begin_replay. A plan built
+  // before (StepPlan::CheckOwnerLocked) then refuses to step or cancel: it
+  // would write the old sequence's rows into the new one's ring (rows its
+  // ring_high does not count) or put back the old lengths.
+  uint32_t epoch = 0;
+  // Bumped by every successful plan build that lists the slot, put back by its
+  // cancel: a cancel is refused unless its build is still the slot's latest,
+  // also when a later build happened to leave the same numbers.
+  uint32_t builds = 0;
   // > 0: that many saves are reading the slot's bytes outside the lock;
   // -1: a restore is writing them. While busy, every other call on the slot
   // fails with FAILED_PRECONDITION (CheckAllocatedLocked).

@@ -113,6 +113,7 @@ absl::Status StepPlan::Build(absl::Span<const SeqDesc> seqs) {
       st.written_end = scratch_[i].seqlen_k;
       st.valid_start = scratch_[i].valid_start;
       st.ring_high = scratch_prev_[i].new_ring_high;
+      st.builds = scratch_prev_[i].builds + 1;
     }
   }
 
@@ -158,12 +159,18 @@ absl::Status StepPlan::Cancel() {
           "cannot cancel: seqs[%u] (slot %u) changed since the build: written_end = %d, "
           "valid_start = %d, the build left %d, %d",
           i, s.slot, cur.written_end, cur.valid_start, s.seqlen_k, s.valid_start));
+    if (cur.builds != prev_[i].builds + 1)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "cannot cancel: seqs[%u] (slot %u) was planned again by a later build (cancel that "
+          "one first)",
+          i, s.slot));
   }
   for (uint32_t i = 0; i < n_seqs(); ++i) {
     SlotState& cur = slots.StateLocked(seqs_[i].slot);
     cur.written_end = prev_[i].written_end;
     cur.valid_start = prev_[i].valid_start;
     cur.ring_high = prev_[i].ring_high;
+    cur.builds = prev_[i].builds;
   }
   Clear();
   return absl::OkStatus();
@@ -179,6 +186,11 @@ absl::Status StepPlan::CheckOwnerLocked(uint32_t i) const {
     return absl::FailedPreconditionError(absl::StrFormat(
         "slot %u was freed and allocated again after the plan was built: the plan no longer "
         "describes its owner",
+        slot));
+  if (st.epoch != prev_[i].epoch)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "slot %u was reset, copied into, restored or prepared for replay after the plan was "
+        "built: the plan no longer describes the sequence it holds",
         slot));
   return slots_->CheckPlannableLocked(slot);  // busy, or advanced by a graph decode
 }

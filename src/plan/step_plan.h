@@ -31,13 +31,15 @@ struct PlanOptions {
 };
 
 // A slot's state before the build, the ring_high the build set (for Cancel()),
-// and the slot's generation: the owner the build planned for.
+// and the slot's generation and epoch: the owner and sequence the build planned for.
 struct PrevSlotState {
   int32_t written_end;
   int32_t valid_start;
   int32_t ring_high;
   int32_t new_ring_high;
   uint32_t generation;
+  uint32_t epoch;
+  uint32_t builds;  // the slot's build count before this build
 };
 
 class StepPlan {

@@ -111,7 +111,8 @@ absl::Status ValidateBatch(const SlotTable& slots, int32_t window, int32_t ring_
                         .token_offset = static_cast<int32_t>(n_tokens - s.seqlen_q)};
     const int32_t high = RingContentEnd(st.written_end, st.ring_high);
     prev[i] = PrevSlotState{st.written_end, st.valid_start, st.ring_high,
-                            std::max(high, s.seqlen_k), st.generation};
+                            std::max(high, s.seqlen_k), st.generation,
+                            st.epoch, st.builds};
     max_q = std::max(max_q, s.seqlen_q);
     max_k = std::max(max_k, s.seqlen_k);
   }

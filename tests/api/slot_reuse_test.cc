@@ -153,4 +153,97 @@ TEST_F(SlotReuseTest, AnUntouchedPlanStillRunsAndCancels) {
   EXPECT_EQ(Step(stale_, 2, &out), SWA_OK) << LastError();
 }
 
+// The same hazard without a free: a reset (recompute), a copy into the slot
+// (fork) or a restore into it replaces the sequence the plan was built for.
+// A step of the older plan would write the old sequence's rows into the new
+// one's ring, at ring rows its rewind bookkeeping (ring_high) does not know
+// were written; a cancel would restore the old lengths over the new ones.
+// Both are refused, naming the slot, and nothing changes.
+TEST_F(SlotReuseTest, StepOfAPlanBuiltBeforeAResetWritesNothing) {
+  uint32_t slot = 0;
+  ASSERT_EQ(swa_slot_alloc(cache_, &slot), SWA_OK);
+  const swa_seq_t seq{slot, 5, 5, 0};
+  ASSERT_EQ(swa_plan_build(stale_, &seq, 1), SWA_OK) << LastError();
+  ASSERT_EQ(swa_slot_reset(cache_, slot), SWA_OK) << LastError();
+  const swa_seq_t again{slot, 3, 3, 0};
+  ASSERT_EQ(swa_plan_build(fresh_, &again, 1), SWA_OK) << LastError();
+  std::vector<float> out;
+  ASSERT_EQ(Step(fresh_, 3, &out), SWA_OK) << LastError();
+  const std::vector<uint8_t> bytes = SlotBytes(slot);
+  EXPECT_EQ(Step(stale_, 5, &out), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("slot " + std::to_string(slot)), std::string::npos) << LastError();
+  EXPECT_EQ(SlotBytes(slot), bytes);
+  for (float x : out) ASSERT_EQ(x, 12345.0f);
+  EXPECT_EQ(Info(slot).written_end, 3);
+}
+
+TEST_F(SlotReuseTest, CancelOfAPlanBuiltBeforeAResetChangesNothing) {
+  uint32_t slot = 0;
+  ASSERT_EQ(swa_slot_alloc(cache_, &slot), SWA_OK);
+  const swa_seq_t first{slot, 4, 4, 0};
+  ASSERT_EQ(swa_plan_build(fresh_, &first, 1), SWA_OK) << LastError();
+  std::vector<float> out;
+  ASSERT_EQ(Step(fresh_, 4, &out), SWA_OK) << LastError();
+  // Planned 4 -> 5, then reset; the fresh sequence happens to plan 4 -> 5 as well
+  // (written_end 0 -> 4 by a prefill is what the old plan's cancel would "restore").
+  const swa_seq_t next{slot, 1, 5, 0};
+  ASSERT_EQ(swa_plan_build(stale_, &next, 1), SWA_OK) << LastError();
+  ASSERT_EQ(swa_slot_reset(cache_, slot), SWA_OK) << LastError();
+  const swa_seq_t prefill{slot, 5, 5, 0};
+  ASSERT_EQ(swa_plan_build(fresh_, &prefill, 1), SWA_OK) << LastError();
+  ASSERT_EQ(Step(fresh_, 5, &out), SWA_OK) << LastError();
+  EXPECT_EQ(swa_plan_cancel(stale_), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("slot " + std::to_string(slot)), std::string::npos) << LastError();
+  EXPECT_EQ(Info(slot).written_end, 5);
+}
+
+TEST_F(SlotReuseTest, StepOfAPlanBuiltBeforeACopyIntoTheSlotWritesNothing) {
+  uint32_t src = 0, dst = 0;
+  ASSERT_EQ(swa_slot_alloc(cache_, &src), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(cache_, &dst), SWA_OK);
+  const swa_seq_t a{src, 6, 6, 0};
+  ASSERT_EQ(swa_plan_build(fresh_, &a, 1), SWA_OK) << LastError();
+  std::vector<float> out;
+  ASSERT_EQ(Step(fresh_, 6, &out), SWA_OK) << LastError();
+  const swa_seq_t b{dst, 4, 4, 0};
+  ASSERT_EQ(swa_plan_build(stale_, &b, 1), SWA_OK) << LastError();
+  ASSERT_EQ(swa_slot_copy(cache_, src, dst), SWA_OK) << LastError();
+  const std::vector<uint8_t> bytes = SlotBytes(dst);
+  ASSERT_EQ(bytes, SlotBytes(src));
+  EXPECT_EQ(Step(stale_, 4, &out), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("slot " + std::to_string(dst)), std::string::npos) << LastError();
+  EXPECT_EQ(SlotBytes(dst), bytes);
+  for (float x : out) ASSERT_EQ(x, 12345.0f);
+  EXPECT_EQ(Info(dst).written_end, 6);
+  EXPECT_EQ(swa_plan_cancel(stale_), SWA_FAILED_PRECONDITION);
+  EXPECT_EQ(Info(dst).written_end, 6);
+}
+
+TEST_F(SlotReuseTest, StepOfAPlanBuiltBeforeARestoreIntoTheSlotWritesNothing) {
+  swa_store_memory_config_t mc;
+  swa_store_memory_config_init(&mc);
+  swa_kv_store_t table;
+  swa_kv_store_init(&table);
+  ASSERT_EQ(swa_store_memory_create(&mc, &table), SWA_OK) << LastError();
+  ASSERT_EQ(swa_cache_set_store(cache_, &table), SWA_OK) << LastError();
+  uint32_t src = 0, dst = 0;
+  ASSERT_EQ(swa_slot_alloc(cache_, &src), SWA_OK);
+  ASSERT_EQ(swa_slot_alloc(cache_, &dst), SWA_OK);
+  const swa_seq_t a{src, 6, 6, 0};
+  ASSERT_EQ(swa_plan_build(fresh_, &a, 1), SWA_OK) << LastError();
+  std::vector<float> out;
+  ASSERT_EQ(Step(fresh_, 6, &out), SWA_OK) << LastError();
+  const uint8_t key[] = {'k', '1'};
+  ASSERT_EQ(swa_slot_save(cache_, src, key, sizeof key), SWA_OK) << LastError();
+  const swa_seq_t b{dst, 4, 4, 0};
+  ASSERT_EQ(swa_plan_build(stale_, &b, 1), SWA_OK) << LastError();
+  ASSERT_EQ(swa_slot_restore(cache_, dst, key, sizeof key), SWA_OK) << LastError();
+  const std::vector<uint8_t> bytes = SlotBytes(dst);
+  EXPECT_EQ(Step(stale_, 4, &out), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("slot " + std::to_string(dst)), std::string::npos) << LastError();
+  EXPECT_EQ(SlotBytes(dst), bytes);
+  for (float x : out) ASSERT_EQ(x, 12345.0f);
+  EXPECT_EQ(Info(dst).written_end, 6);
+}
+
 }  // namespace

@@ -177,6 +177,25 @@ TEST_F(PlanReject, CancelRefusedWhenASlotChangedSinceTheBuild) {
   EXPECT_EQ(cache_->slots().Get(1)->written_end, 5);
 }
 
+// Another plan of the slot that happens to leave the same numbers (it re-plans
+// the same step: a rewind of one position) still counts as a change: cancelling
+// the first plan would put written_end back to 5 under the second plan, whose
+// step then stores position 5 where the slot's ring_high does not count it.
+TEST_F(PlanReject, CancelRefusedAfterAnotherPlanLeftTheSameNumbers) {
+  ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{1, 1, 6, 0}}).ok());
+  StepPlan other(&cache_->slots(), cache_->layout());
+  ASSERT_TRUE(other.Build(std::vector<SeqDesc>{{1, 1, 6, 0}}).ok());
+  const auto after = plan_test::Snapshot(*cache_);
+  const absl::Status st = plan_->Cancel();
+  EXPECT_EQ(st.code(), kPrecondition) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "slot 1")) << st;
+  EXPECT_TRUE(plan_test::SameStates(after, plan_test::Snapshot(*cache_)));
+  ASSERT_TRUE(other.Cancel().ok());  // last in, first out
+  ASSERT_TRUE(plan_->Cancel().ok());
+  EXPECT_EQ(cache_->slots().Get(1)->written_end, 5);
+  EXPECT_TRUE(plan_test::SameStates(before_, plan_test::Snapshot(*cache_)));
+}
+
 TEST_F(PlanReject, RebuildKeepsThePreviousBuildsUpdates) {
   ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{1, 1, 6, 0}}).ok());
   ASSERT_TRUE(plan_->Build(std::vector<SeqDesc>{{0, 1, 41, 0}}).ok());
