@@ -45,9 +45,10 @@ struct StepSeq {
 class StepHarness {
  public:
   // Odd layers are dropped (not persisted) unless `all_stored`. `threads` is
-  // the backend's num_threads.
+  // the backend's num_threads; `ring_len` the config's (0: W + N + 1).
   StepHarness(uint32_t window, uint32_t draft, std::vector<LayerCfg> layers, uint32_t slots,
-              uint64_t seed, bool all_stored = false, uint32_t threads = 2)
+              uint64_t seed, bool all_stored = false, uint32_t threads = 2,
+              uint32_t ring_len = 0)
       : cfg_(std::move(layers)), rng_(seed), window_(window), model_(int(window), {}) {
     for (size_t i = 0; i < cfg_.size(); ++i) {
       const swa_layer_desc_t d =
@@ -64,6 +65,7 @@ class StepHarness {
     c.max_slots = slots;
     c.backend = SWA_BACKEND_CPU;
     c.num_threads = threads;
+    c.ring_len = ring_len;
     c.num_layers = uint32_t(descs_.size());
     c.layers = descs_.data();
     std::vector<ReferenceModel::Layer> ref_layers;
