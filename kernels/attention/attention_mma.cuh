@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
       kr = sk.TokenKeys(p, qr.token);
       if (p.sinks != nullptr) {
         m0 = p.sinks[qr.head];
-        l0 = 1.0f;
+        l0 = SinkStartSum(m0);
       }
     }
     row_m[tid] = m0;
@@ -367,7 +367,7 @@ __global__ void __launch_bounds__(S::kThreads, kMmaMinBlocks<S>) MmaAttentionKer
     const QueryRow qr = QueryRowOf(r, group, g);
     const int64_t elem0 = ((int64_t(sk.s.token_offset) + qr.token) * p.q_heads + qr.head) * D;
     const float lsum = row_l[rr];
-    const float inv = lsum > 0 ? 1.0f / lsum : 0.0f;
+    const float inv = lsum != 0.0f ? 1.0f / lsum : 0.0f;  // NaN l (a +inf sink): NaN
 #pragma unroll
     for (int nt = 0; nt < S::kOTiles; ++nt) {
       const int col = obase + nt * 8 + tig * 2;

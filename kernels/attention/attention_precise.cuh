@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kK
     }
     if (p.sinks != nullptr) {
       m[rr] = p.sinks[qr.head];
-      l[rr] = 1.0f;  // exp(S_h - m) with m = S_h
+      l[rr] = SinkStartSum(m[rr]);  // exp(S_h - m) with m = S_h
     }
     if (lane == 0 && kr[rr].end > kr[rr].begin) {
       atomicMin(&band[0], kr[rr].begin);
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(PreciseShape<kKeys>::kThreads, PreciseShape<kK
     const int64_t t = int64_t(sk.s.token_offset) + qr.token;
     const int64_t elem0 = (t * p.q_heads + qr.head) * D;
     if (p.lse != nullptr && lane == 0) p.lse[t * p.q_heads + qr.head] = RowLse(m[rr], l[rr]);
-    const float inv = l[rr] > 0 ? 1.0f / l[rr] : 0.0f;
+    const float inv = l[rr] != 0.0f ? 1.0f / l[rr] : 0.0f;  // NaN l (a +inf sink): NaN
     if (!derotate) {
 #pragma unroll
       for (int c = 0; c < kC; ++c) StoreOut(p, elem0 + lane + 32 * c, o[rr][c] * inv);

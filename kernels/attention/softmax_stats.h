@@ -37,6 +37,15 @@ SWA_HOST_DEVICE OnlineSoftmaxStep OnlineSoftmaxUpdate(float m, float z) {
   return {m_new, rescale, p};
 }
 
+// The sum a row's online softmax starts with when its sink logit S is the
+// running max: exp(S - S) = 1, but NaN for S = +inf (exp(inf - inf), as the
+// formula of docs/semantics.md "Attention" gives), so that a +inf sink makes
+// the row NaN instead of an output of 0 with LSE +inf, which a merge would
+// take for an empty part. The CPU backend starts its rows the same way.
+SWA_HOST_DEVICE float SinkStartSum(float sink) {
+  return sink == __builtin_huge_valf() ? __builtin_nanf("") : 1.0f;
+}
+
 // ln of a row's softmax denominator from the online softmax's running max m
 // and sum l = sum exp(z - m) (the sink's term included): m + ln l, or -inf for
 // a row with no key and no sink (l == 0).

@@ -38,7 +38,7 @@ struct Row {
   float m, l, o;
 };
 Row RunRow(const std::vector<float>& z, const std::vector<float>& v, const float* sink) {
-  Row r{sink ? *sink : -kInf, sink ? 1.0f : 0.0f, 0.0f};
+  Row r{sink ? *sink : -kInf, sink ? kernels::SinkStartSum(*sink) : 0.0f, 0.0f};
   for (size_t k = 0; k < z.size(); ++k) {
     const kernels::OnlineSoftmaxStep u = kernels::OnlineSoftmaxUpdate(r.m, z[k]);
     r.l = r.l * u.rescale + u.p;
@@ -107,6 +107,27 @@ TEST(CudaOnlineSoftmax, OnlyMinusInfScoresGiveAnEmptyRow) {
   EXPECT_EQ(s.l, 1.0f);
   EXPECT_EQ(s.o, 0.0f);
   EXPECT_EQ(kernels::RowLse(s.m, s.l), sink);
+}
+
+// A +inf sink: the formula's exp(S - m) with m = +inf is NaN, and so is the
+// row (not o = 0 with LSE +inf, an "empty part" to a merge); a -inf sink
+// weighs 0 like a -inf score; a NaN sink poisons the row.
+TEST(CudaOnlineSoftmax, PlusInfAndNanSinksPoisonTheRowMinusInfWeighsZero) {
+  const float inf = kInf, nan = std::nanf("");
+  for (const float* sk : {&inf, &nan}) {
+    const Row r = RunRow({0.5f, -1.0f}, {0.25f, 1.0f}, sk);
+    EXPECT_TRUE(std::isnan(r.l)) << "sink " << *sk << ": l = " << r.l;
+    EXPECT_TRUE(std::isnan(r.o / r.l)) << "sink " << *sk << ": o = " << r.o;
+    EXPECT_TRUE(std::isnan(kernels::RowLse(r.m, r.l))) << "sink " << *sk;
+  }
+  const float minus_inf = -kInf;
+  const Row r = RunRow({0.5f, -1.0f}, {0.25f, 1.0f}, &minus_inf);
+  const double e = std::exp(-1.5);
+  EXPECT_NEAR(r.o / r.l, (0.25 + e) / (1 + e), 1e-6);
+  EXPECT_NEAR(kernels::RowLse(r.m, r.l), 0.5 + std::log1p(e), 1e-6);
+  const Row empty = RunRow({-kInf}, {1.0f}, &minus_inf);
+  EXPECT_EQ(empty.o, 0.0f);
+  EXPECT_EQ(kernels::RowLse(empty.m, empty.l), -kInf);
 }
 
 // The guard is for -inf only: a NaN score (from a NaN in q or K) still

@@ -241,7 +241,23 @@ inline void OnlineSoftmax(const AttentionKernels& kn, const AttentionShape& shap
       if (ws.has_output[i]) kn.scale_row(orow, orow, d, factor);
       ws.m[i] = chunk_max;
     }
-    ws.l[i] += kn.exp_sum(x, n, scale, ws.m[i]);
+    if (ws.m[i] == -std::numeric_limits<float>::infinity()) {
+      // No sink and no finite score yet: every score here is -inf or NaN, and
+      // exp(-inf - -inf) would be NaN. A -inf score weighs 0 (as the CUDA
+      // kernels' OnlineSoftmaxUpdate); a NaN one still poisons the row.
+      float nan_sum = 0.0f;
+      for (int j = 0; j < n; ++j) {
+        if (x[j] == -std::numeric_limits<float>::infinity()) {
+          x[j] = 0.0f;
+        } else {
+          x[j] = std::numeric_limits<float>::quiet_NaN();
+          nan_sum = x[j];
+        }
+      }
+      ws.l[i] += nan_sum;
+    } else {
+      ws.l[i] += kn.exp_sum(x, n, scale, ws.m[i]);
+    }
     ws.has_output[i] = 1;
   }
 }
@@ -438,7 +454,13 @@ inline Range SetUpBlock(const AttentionShape& shape, const SeqProblem& pr, int g
   for (int i = 0; i < rows; ++i) {
     const int h = g * ratio + (row0 + i) % ratio;
     ws.m[i] = shape.sinks != nullptr ? shape.sinks[h] : -std::numeric_limits<float>::infinity();
-    ws.l[i] = shape.sinks != nullptr ? 1.0f : 0.0f;
+    // exp(S_h - m) with m = S_h: 1, but NaN for a +inf sink (exp(inf - inf)),
+    // so that it shows in the row instead of an output of 0 and LSE +inf
+    // (which a merge would take for an empty part). As the CUDA kernels.
+    ws.l[i] = shape.sinks == nullptr ? 0.0f
+              : shape.sinks[h] == std::numeric_limits<float>::infinity()
+                  ? std::numeric_limits<float>::quiet_NaN()
+                  : 1.0f;
     ws.has_output[i] = 0;
   }
   return hull;
