@@ -9,7 +9,9 @@
 // and decoded here): a value the reference makes non-finite must be
 // non-finite, every other one finite and within the step tests' budget. Also
 // a row whose every score is -inf (a -inf key dim under a positive query dim):
-// zeros and LSE -inf without a sink, the sink's logit with one.
+// zeros and LSE -inf without a sink, the sink's logit with one. And RoPE
+// positions given per token (repeats, decreasing, near 2^24 and 2^31 - 1),
+// rotated in the reference with the documented FP32 angle.
 // Registered once per forced attention path (tests/CMakeLists.txt).
 #include <cmath>
 #include <cstring>
@@ -77,11 +79,14 @@ std::vector<double> DecodeVector(const uint8_t* p, swa_format_t f) {
   return v;
 }
 
-// GPTJ rotation of dims [kRopeFirst, kRopeFirst + kRopeDims) by `angle_sign` * p.
-void Rotate(double* x, int p, double angle_sign) {
+// GPTJ rotation of dims [kRopeFirst, kRopeFirst + kRopeDims) by `angle_sign`
+// times the documented FP32 angle fl(fl(p) f_i), f_i the layer's FP32 table
+// (docs/semantics.md, "RoPE inside the step"; tests/api/rope_apply_test.cc
+// checks the table), cos and sin in FP64.
+void Rotate(double* x, int32_t p, double angle_sign, const std::vector<float>& freq) {
   for (int i = 0; i < kRopeDims / 2; ++i) {
-    const double f = std::pow(kTheta, -2.0 * i / kRopeDims);
-    const double a = angle_sign * p * f, c = std::cos(a), s = std::sin(a);
+    const float angle = static_cast<float>(p) * freq[i];
+    const double a = angle_sign * double(angle), c = std::cos(a), s = std::sin(a);
     double& u = x[kRopeFirst + 2 * i];
     double& w = x[kRopeFirst + 2 * i + 1];
     const double u0 = u, w0 = w;
@@ -110,6 +115,13 @@ class Run {
     EXPECT_EQ(swa_slot_alloc(cache_, &slot_), SWA_OK);
     view_.struct_size = sizeof view_;
     EXPECT_EQ(swa_cache_layer_view(cache_, 0, &view_), SWA_OK);
+    if (s.rope) {
+      freq_.resize(kRopeDims / 2);
+      swa_rope_info_t info;
+      info.struct_size = sizeof info;
+      EXPECT_EQ(swa_rope_table(&l_, freq_.data(), uint32_t(freq_.size()), &info), SWA_OK);
+      EXPECT_EQ(info.attention_factor, 1.0f);
+    }
     sinks_.resize(kHq);
     for (float& x : sinks_) x = U(-1.0, 1.0);
   }
@@ -122,7 +134,9 @@ class Run {
 
   // One step of n tokens from position p0 (the poison applied where it falls);
   // checks every output and LSE against the reference.
-  void Step(int n, const Poison& poison) {
+  // `positions`: the step's RoPE positions (swa_step_args_t::positions), or
+  // empty for the cache positions.
+  void Step(int n, const Poison& poison, const std::vector<int32_t>& positions = {}) {
     const int p0 = int(keys_.size());
     const swa_seq_t seq = {slot_, n, p0 + n, 0};
     ASSERT_EQ(swa_plan_build(plan_, &seq, 1), SWA_OK) << swa_last_error();
@@ -157,6 +171,7 @@ class Run {
     a.q = s_.q_dtype == SWA_DTYPE_BF16 ? static_cast<const void*>(q16.data()) : q.data();
     a.q_dtype = s_.q_dtype;
     a.k_new = k.data(), a.v_new = v.data(), a.out = out.data(), a.lse = lse.data();
+    if (!positions.empty()) a.positions = positions.data();
     if (s_.sinks) a.sinks = sinks_.data();
     ASSERT_EQ(swa_step(cache_, plan_, &a), SWA_OK) << swa_last_error();
     // The keys and values the ring now holds for the step's positions.
@@ -174,18 +189,18 @@ class Run {
     }
     for (int j = 0; j < n; ++j)
       for (int h = 0; h < kHq; ++h)
-        CheckRow(p0 + j, h, &q[(size_t(j) * kHq + h) * kD], &out[(size_t(j) * kHq + h) * kD],
+        CheckRow(p0 + j, positions.empty() ? p0 + j : positions[j], h, &q[(size_t(j) * kHq + h) * kD], &out[(size_t(j) * kHq + h) * kD],
                  lse[size_t(j) * kHq + h], poison);
   }
 
   std::vector<float> sinks_;
 
  private:
-  void CheckRow(int p, int h, const float* q32, const float* got, float got_lse,
+  void CheckRow(int p, int32_t rope_p, int h, const float* q32, const float* got, float got_lse,
                 const Poison& poison) {
     const int g = h / (kHq / kHkv);
     std::vector<double> q(q32, q32 + kD);
-    if (s_.rope) Rotate(q.data(), p, 1.0);
+    if (s_.rope) Rotate(q.data(), rope_p, 1.0, freq_);
     const double scale = 1.0 / std::sqrt(double(kD));
     const int lo = std::max(0, p - kWindow + 1);
     std::vector<double> z;
@@ -216,7 +231,7 @@ class Run {
       for (double& x : o) x = NAN;
       want_lse = NAN;
     }
-    if (s_.rope) Rotate(o.data(), p, -1.0);
+    if (s_.rope) Rotate(o.data(), rope_p, -1.0, freq_);
     const std::string where = "position " + std::to_string(p) + " head " + std::to_string(h);
     // Values: non-finite exactly where the reference is.
     double err2 = 0, ref2 = 0, vmax = 0;
@@ -260,6 +275,7 @@ class Run {
   uint32_t slot_ = 0;
   swa_tensor_view_t view_{};
   std::mt19937_64 rng_{2026};
+  std::vector<float> freq_;
   std::vector<std::vector<std::vector<double>>> keys_, values_;  // [p][g][e]
 };
 
@@ -276,7 +292,7 @@ const char* Name(Input i) {
 
 // Prefill of 12 (staged), then three decode steps of 3 (ring-only).
 void RunScenario(const Shape& s, const Poison& poison) {
-  Run r(s);
+  swa_test::Run r(s);
   r.poison_name_ = std::string(Name(poison.input)) + " = " + std::to_string(poison.value) +
                    " at position " + std::to_string(poison.position) + " head " +
                    std::to_string(poison.head) + " dim " + std::to_string(poison.dim);
@@ -335,6 +351,21 @@ std::string SetupName(const ::testing::TestParamInfo<Shape>& i) {
   n += s.sinks ? "Sinks" : "";
   n += s.softcap > 1e6f ? "HugeCap" : s.softcap > 0 ? "Cap" : "";
   return n;
+}
+
+// RoPE positions given per token (swa_step_args_t::positions) with repeats,
+// decreasing values and values near 2^24 and 2^31 - 1, prefill and decode,
+// against the reference rotating by the same positions with the documented
+// FP32 angle; one NaN in a key of the prefill as well.
+TEST_P(StepNonfinite, ArbitraryRopePositions) {
+  const Shape& s = GetParam();
+  if (!s.rope) GTEST_SKIP() << "no RoPE";
+  swa_test::Run r(s);
+  r.poison_name_ = "positions";
+  const Poison nan_key = {Input::kK, kNaN, 3, 1, 0};
+  r.Step(12, nan_key, {7, 7, 7, 3, 2, 1, 0, 16777215, 16777216, 16777217, 2147483647, 2147483647});
+  r.Step(3, nan_key, {1073741824, 5, 5});
+  r.Step(3, nan_key, {2147483646, 0, 123456789});
 }
 
 INSTANTIATE_TEST_SUITE_P(All, StepNonfinite, ::testing::ValuesIn(Setups()), SetupName);
