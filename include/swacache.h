@@ -890,7 +890,10 @@ SWA_API void swa_step_args_init(swa_step_args_t* args);
  *  (allocated again or not: a plan never writes a slot's next owner), or reset,
  *  copied into, restored into or prepared for replay since the build (the slot
  *  holds another sequence), or is being saved or restored. The message names
- *  the slot; nothing is written.
+ *  the slot; nothing is written. Also when `args->layer` already ran for this
+ *  build (each layer runs once per swa_plan_build(): a staged step's store
+ *  overwrites rows its history load reads); a call refused for its arguments
+ *  does not count as the run.
  *  \note While the call runs, the plan's slots are held: swa_slot_free(),
  *  swa_slot_reset(), swa_slot_copy() from or into them, swa_slot_save() and
  *  swa_slot_restore() of them on other threads fail with SWA_FAILED_PRECONDITION

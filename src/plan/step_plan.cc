@@ -54,8 +54,11 @@ StepPlan::StepPlan(SlotTable* slots, const Layout& layout, PlanOptions options)
       ring_mod_(layout.ring_len()),
       compress_rings_(CompressRingsOf(layout)),
       compress_ran_(new std::atomic<uint8_t>[2 * size_t{layout.num_layers()}]),
-      n_compress_ran_(2 * size_t{layout.num_layers()}) {
+      n_compress_ran_(2 * size_t{layout.num_layers()}),
+      step_ran_(new std::atomic<uint8_t>[layout.num_layers()]),
+      n_step_ran_(layout.num_layers()) {
   for (size_t i = 0; i < n_compress_ran_; ++i) compress_ran_[i].store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < n_step_ran_; ++i) step_ran_[i].store(0, std::memory_order_relaxed);
   const uint32_t n = layout.max_slots();
   slot_mark_.Reserve(n);
   slot_mark_.SetSize(n);
@@ -66,6 +69,7 @@ void StepPlan::Clear() {
   path_ = Path::kNone;
   executed_ = false;
   for (size_t i = 0; i < n_compress_ran_; ++i) compress_ran_[i].store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < n_step_ran_; ++i) step_ran_[i].store(0, std::memory_order_relaxed);
   n_tokens_ = max_seqlen_q_ = max_seqlen_k_ = 0;
   for (auto* b : {&cu_seqlens_, &token_seq_, &store_rows_, &offset_len_, &decode_index_, &pivots_})
     b->SetSize(0);

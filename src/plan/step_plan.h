@@ -86,6 +86,13 @@ class StepPlan {
   void ReleaseCompress(uint32_t layer, uint32_t compressor) {
     compress_ran_[2 * size_t{layer} + compressor].store(0, std::memory_order_relaxed);
   }
+  // swa_step likewise runs each layer once per build: a staged step's store
+  // overwrites ring rows its load plan reads. ReleaseStep() gives the claim
+  // back when the run failed.
+  bool ClaimStep(uint32_t layer) {
+    return step_ran_[layer].exchange(1, std::memory_order_relaxed) == 0;
+  }
+  void ReleaseStep(uint32_t layer) { step_ran_[layer].store(0, std::memory_order_relaxed); }
 
   // ---- What was planned ----
   Path path() const { return path_; }
@@ -144,6 +151,9 @@ class StepPlan {
   // [num_layers * 2]: (layer, compressor) ran since the build (ClaimCompress).
   std::unique_ptr<std::atomic<uint8_t>[]> compress_ran_;
   size_t n_compress_ran_ = 0;
+  // [num_layers]: the layer's swa_step ran since the build (ClaimStep).
+  std::unique_ptr<std::atomic<uint8_t>[]> step_ran_;
+  size_t n_step_ran_ = 0;
 
   Path path_ = Path::kNone;
   std::atomic<bool> executed_{false};

@@ -42,6 +42,13 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
   // another thread fails instead of racing the step's reads and writes.
   SWA_RETURN_IF_ERROR(plan.TakeStepHolds());
   absl::Cleanup release = [&plan] { plan.ReleaseStepHolds(); };
+  if (!plan.ClaimStep(tensors.layer))
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "layer %u already ran for this build of the plan (run each layer once per "
+        "swa_plan_build): a staged step's store has overwritten ring rows its history load "
+        "reads, so a second run would attend over the wrong keys",
+        tensors.layer));
+  absl::Cleanup unclaim = [&plan, &tensors] { plan.ReleaseStep(tensors.layer); };
 
   StepWork w;
   w.plan = ViewOf(plan);
@@ -53,6 +60,7 @@ absl::Status RunStep(Cache& cache, plan::StepPlan& plan, std::unique_ptr<Prepare
 
   StepResult result;
   SWA_RETURN_IF_ERROR(cache.backend().RunStep(w, **prepared, &result));
+  std::move(unclaim).Cancel();  // the layer ran: it stays claimed until the next build
   plan.MarkExecuted();
   CacheCounters& c = cache.counters();
   c.steps.fetch_add(1, std::memory_order_relaxed);

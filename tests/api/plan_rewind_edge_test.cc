@@ -184,4 +184,46 @@ TEST_P(FarPositions, StepsUpToInt32MaxMatchTheSameStepsAtSmallPositions) {
 
 INSTANTIATE_TEST_SUITE_P(Tops, FarPositions, ::testing::Values(12, 20));
 
+// swa_step runs each layer once per build ("Run every layer of the cache once
+// per built plan"). A second run of a layer is refused, naming it, with nothing
+// written: on the staged path the first run's store has overwritten history
+// rows the load plan reads (here positions 12 ... 16 of a chunk at 20 ... 27,
+// R = 11), so the second run returned OK with different outputs. A refused
+// call (bad arguments) does not count as the run; a rebuild starts afresh.
+class LayerOnce : public RewindEdge {};
+
+TEST_P(LayerOnce, ASecondRunOfALayerForOneBuildIsRefused) {
+  const int n = GetParam();
+  uint32_t slot = 0;
+  ASSERT_EQ(swa_slot_alloc(cache_, &slot), SWA_OK);
+  std::vector<float> out;
+  ASSERT_EQ(Run(slot, 0, 20, false, &out), SWA_OK) << LastError();
+  const swa_seq_t seq{slot, n, 20 + n, 0};
+  ASSERT_EQ(swa_plan_build(plan_, &seq, 1), SWA_OK) << LastError();
+  std::vector<float> first(size_t(n) * kHq * kD, 12345.0f), second(first);
+  swa_step_args_t a;
+  swa_step_args_init(&a);
+  a.q = q_.data() + size_t(20) * kHq * kD;
+  a.k_new = k_.data() + 20 * kD;
+  a.out = nullptr;
+  EXPECT_EQ(swa_step(cache_, plan_, &a), SWA_INVALID_ARGUMENT);  // not a run
+  a.out = first.data();
+  ASSERT_EQ(swa_step(cache_, plan_, &a), SWA_OK) << LastError();
+  const std::vector<uint8_t> bytes = SlotBytes(slot);
+  a.out = second.data();
+  EXPECT_EQ(swa_step(cache_, plan_, &a), SWA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("layer 0"), std::string::npos) << LastError();
+  for (float x : second) ASSERT_EQ(x, 12345.0f);
+  EXPECT_EQ(SlotBytes(slot), bytes);
+  // The next build runs the layer again.
+  const swa_seq_t next{slot, 1, 21 + n, 0};
+  ASSERT_EQ(swa_plan_build(plan_, &next, 1), SWA_OK) << LastError();
+  a.q = q_.data() + size_t(20 + n) * kHq * kD;
+  a.k_new = k_.data() + (20 + n) * kD;
+  EXPECT_EQ(swa_step(cache_, plan_, &a), SWA_OK) << LastError();
+}
+
+// 3: ring-only; 8: staged, its store overwrites history rows.
+INSTANTIATE_TEST_SUITE_P(Paths, LayerOnce, ::testing::Values(3, 8));
+
 }  // namespace
