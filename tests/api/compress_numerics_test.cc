@@ -71,12 +71,19 @@ class Rig {
     swa_cache_destroy(cache_);
   }
   int S() const { return S_; }
+  // swa_slot_begin_replay(H): valid_start = max(0, H - W) (W = 8).
+  int BeginReplay(int hit_len) {
+    int32_t start = -1, len = -1;
+    EXPECT_EQ(swa_slot_begin_replay(cache_, slot_, hit_len, &start, &len), SWA_OK)
+        << swa_last_error();
+    return start;
+  }
 
   // One step over positions [q_start, q_start + n) from `in`; checks every
   // entry it emits.
-  void Step(int q_start, int n, const Inputs& in, const std::string& what) {
+  void Step(int q_start, int n, const Inputs& in, const std::string& what, int valid_start = 0) {
     SCOPED_TRACE(what + ", step at " + std::to_string(q_start) + " of " + std::to_string(n));
-    const swa_seq_t seq = {slot_, n, q_start + n, 0};
+    const swa_seq_t seq = {slot_, n, q_start + n, valid_start};
     ASSERT_EQ(swa_plan_build(plan_, &seq, 1), SWA_OK) << swa_last_error();
     std::vector<swa_compress_window_t> wins(16);
     size_t count = 0;
@@ -101,7 +108,7 @@ class Rig {
     ASSERT_EQ(swa_compress_step(cache_, plan_, &a), SWA_OK) << swa_last_error();
     for (size_t k = 0; k < count; ++k) {
       // The windows of positions < q_start + n: rows of the accepted inputs.
-      std::vector<double> want = Reference(wins[k].entry, in, q_start + n);
+      std::vector<double> want = Reference(wins[k].entry, in, q_start + n, valid_start);
       CheckEntry(wins[k].entry, &out[k * kDim], want);
     }
   }
@@ -115,7 +122,7 @@ class Rig {
     return x;
   }
 
-  std::vector<double> Reference(int w, const Inputs& in, int end) const {
+  std::vector<double> Reference(int w, const Inputs& in, int end, int valid_start) const {
     const bool csa = s_.kind == SWA_COMPRESS_CSA;
     const int slots = csa ? 2 * kRate : kRate, a = csa ? (w - 1) * kRate : w * kRate;
     std::vector<double> x(kDim);
@@ -123,7 +130,7 @@ class Rig {
       std::vector<double> logit, value;
       for (int j = 0; j < slots; ++j) {
         const int p = a + j;
-        if (p < 0) continue;  // missing: zero weight
+        if (p < 0 || p < valid_start) continue;  // missing: zero weight
         EXPECT_LT(p, end);
         const bool cb = csa && j >= kRate;
         const int vi = cb ? kDim + f : f, br = cb ? j - kRate : j;
@@ -297,9 +304,30 @@ std::vector<Shape> Shapes() {
 }
 
 std::string ShapeName(const ::testing::TestParamInfo<Shape>& i) {
-  return std::string(i.param.kind == SWA_COMPRESS_CSA ? "Csa" : "Hca") +
-         (i.param.row_format == SWA_FORMAT_BF16 ? "Bf16Ring" : "Fp32Ring") +
-         (i.param.dtype == SWA_DTYPE_BF16 ? "Bf16In" : "Fp32In");
+  std::string n = i.param.kind == SWA_COMPRESS_CSA ? "Csa" : "Hca";
+  n += i.param.row_format == SWA_FORMAT_BF16 ? "Bf16Ring" : "Fp32Ring";
+  n += i.param.dtype == SWA_DTYPE_BF16 ? "Bf16In" : "Fp32In";
+  return n;
+}
+
+// After a bounded replay (valid_start 7): the windows that straddle it pool
+// only their slots at or above it (docs/semantics.md, "Compression state":
+// missing slots carry zero weight), then decode steps with rejected drafts.
+TEST_P(CompressNumerics, ReplayedWindowsPoolOnlyPresentSlots) {
+  for (const char* name : {"replay random", "replay huge logits"}) {
+    Rig rig(GetParam());
+    Inputs in = RandomInputs(rig.S(), 13);
+    if (std::string(name) == "replay huge logits")
+      for (auto& r : in.gate)
+        for (float& x : r) x *= 1e30f;
+    const int v = rig.BeginReplay(15);
+    ASSERT_EQ(v, 7);
+    rig.Step(7, 8, in, name, v);
+    for (int q = 15; q + 2 <= kPositions && !HasFatalFailure(); ++q) {
+      in.kv[q][0] += 0.5f;  // the previous step's draft at q is rejected: a new row
+      rig.Step(q, 2, in, name, v);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CompressNumerics, ::testing::ValuesIn(Shapes()), ShapeName);
