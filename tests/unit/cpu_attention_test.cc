@@ -319,6 +319,27 @@ TEST(CpuAttention, NanInAnUnseenKeyDoesNotLeak) {
   }
 }
 
+// Keys whose score is -inf (a -inf K value where every query is positive)
+// weigh 0 (docs/semantics.md, "Attention"), also when they fill whole key
+// chunks before the first finite score (D 512: chunks of a few dozen keys)
+// and when a row sees nothing else (no sink: zeros). Every path.
+TEST(CpuAttention, MinusInfScoresFillingWholeChunksWeighZero) {
+  for (bool sinks : {false, true}) {
+    const Shape s{8, 1, 512, sinks, false};
+    Batch b = MakeBatch(s, 91);
+    std::mt19937 rng(92);
+    Problem p = Banded(s, 0, 300, 300, 0, rng);
+    const float minus_inf = -std::numeric_limits<float>::infinity();
+    for (int key = 0; key < 200; ++key) p.k[static_cast<size_t>(key) * s.d + 3] = minus_inf;
+    for (int row = 0; row < p.n_tokens * s.hq; ++row) {
+      float& x = p.q[static_cast<size_t>(row) * s.d + 3];
+      x = std::fabs(x) + 0.25f;
+    }
+    b.problems.push_back(std::move(p));
+    ExpectMatchesReference(b, nullptr, sinks ? "sinks" : "no sinks");
+  }
+}
+
 // The test can fail: a NaN inside a token's range does reach the output.
 TEST(CpuAttention, NanInASeenKeyPropagates) {
   Batch b = MakeBatch({8, 1, 64, false, true}, 81);
