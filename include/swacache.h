@@ -510,7 +510,11 @@ SWA_API swa_status_t swa_slot_free(swa_cache_t* cache, uint32_t slot);
 SWA_API swa_status_t swa_slot_reset(swa_cache_t* cache, uint32_t slot);
 
 /** \brief Fork a sequence: copy every byte and the metadata of slot `src` into
- *  slot `dst`. Both must be allocated; src == dst is a no-op.
+ *  slot `dst`. Both must be allocated; src == dst is a no-op. Call it between
+ *  steps, as swa_slot_save(): a built plan has already advanced `src`'s
+ *  written_end, so a copy taken after swa_plan_build() and before every layer
+ *  of that build has stepped (or the plan was cancelled) counts rows that are
+ *  not written yet (not detected: \ref sem_slot_lifecycle).
  *  \param[in] cache The cache.
  *  \param[in] src Slot to copy from.
  *  \param[in] dst Slot to overwrite.
@@ -1773,7 +1777,9 @@ SWA_API swa_status_t swa_cache_set_store(swa_cache_t* cache, const swa_kv_store_
  *  one blob with a header (magic, version, layout fingerprint, written_end,
  *  valid_start, the highest position stored so far, payload length, CRC32C)
  *  followed by the stored bytes. Call it between steps: a built plan has
- *  already advanced written_end.
+ *  already advanced written_end, so a save after swa_plan_build() and before
+ *  every layer of that build has stepped (or the plan was cancelled) records
+ *  rows that are not written yet (not detected: \ref sem_slot_lifecycle).
  *  \see \ref md_docs_store "docs/store.md", \ref sem_store_blob.
  *  \param[in] cache The cache.
  *  \param[in] slot An allocated slot.

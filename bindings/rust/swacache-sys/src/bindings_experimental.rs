@@ -1796,7 +1796,11 @@ extern "C" {
 }
 extern "C" {
     #[doc = " \\brief Fork a sequence: copy every byte and the metadata of slot `src` into"]
-    #[doc = "  slot `dst`. Both must be allocated; src == dst is a no-op."]
+    #[doc = "  slot `dst`. Both must be allocated; src == dst is a no-op. Call it between"]
+    #[doc = "  steps, as swa_slot_save(): a built plan has already advanced `src`'s"]
+    #[doc = "  written_end, so a copy taken after swa_plan_build() and before every layer"]
+    #[doc = "  of that build has stepped (or the plan was cancelled) counts rows that are"]
+    #[doc = "  not written yet (not detected: \\ref sem_slot_lifecycle)."]
     #[doc = "  \\param[in] cache The cache."]
     #[doc = "  \\param[in] src Slot to copy from."]
     #[doc = "  \\param[in] dst Slot to overwrite."]
@@ -4873,7 +4877,9 @@ extern "C" {
     #[doc = "  one blob with a header (magic, version, layout fingerprint, written_end,"]
     #[doc = "  valid_start, the highest position stored so far, payload length, CRC32C)"]
     #[doc = "  followed by the stored bytes. Call it between steps: a built plan has"]
-    #[doc = "  already advanced written_end."]
+    #[doc = "  already advanced written_end, so a save after swa_plan_build() and before"]
+    #[doc = "  every layer of that build has stepped (or the plan was cancelled) records"]
+    #[doc = "  rows that are not written yet (not detected: \\ref sem_slot_lifecycle)."]
     #[doc = "  \\see \\ref md_docs_store \"docs/store.md\", \\ref sem_store_blob."]
     #[doc = "  \\param[in] cache The cache."]
     #[doc = "  \\param[in] slot An allocated slot."]
