@@ -501,12 +501,14 @@ def _cb_get(ud, key, key_len, iov, n_iov, blob_size, msg, cap):  # type: ignore[
         data = _store_of(ud).get(k)
         if data is None:
             raise Error("no blob under this key", Status.NOT_FOUND)
-        data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-        if len(data) != blob_size[0]:
-            blob_size[0] = len(data)
+        # The blob's bytes as the buffer protocol gives them: a bytes subclass
+        # may override __len__ or __bytes__, and copying n bytes from a shorter
+        # object than it claims would read past it.
+        raw = data if type(data) is bytes else bytes(memoryview(data).cast("B"))
+        if len(raw) != blob_size[0]:
+            blob_size[0] = len(raw)
             return 0
         off = 0
-        raw = bytes(data)
         for i in range(n_iov):
             n = iov[i].size
             if n:

@@ -43,3 +43,40 @@ def test_every_callback_exception_fails_the_call(exc):
             c.save(s, b"k")
         with pytest.raises(sc.UnknownError):
             c.restore(s, b"k")
+
+
+class _LyingBytes(bytes):
+    """A bytes subclass whose __len__ and __bytes__ claim another size."""
+
+    def __len__(self):
+        return 1 << 20
+
+    def __bytes__(self):
+        return b"x"
+
+
+def test_a_get_returning_a_lying_bytes_subclass_reads_its_real_bytes():
+    """Store.get may return any bytes-like object; its size is what the buffer
+    protocol says, not what __len__ or __bytes__ claim. Before the fix the
+    length came from __len__ and the copy from bytes(), so a subclass claiming
+    more bytes than it held made the callback copy past the end of a shorter
+    object."""
+    blobs = {}
+
+    class S(sc.Store):
+        def put(self, key, value):
+            blobs[key] = value
+
+        def get(self, key):
+            return _LyingBytes(blobs[key])
+
+    with sc.Cache(window=8, max_slots=2, layers=[layer()]) as c:
+        s = int(c.alloc())
+        c.set_store(S())
+        c.save(s, b"k")
+        (stored,) = blobs
+        assert len(memoryview(_LyingBytes(blobs[stored]))) == len(blobs[stored]) > 1
+        c.restore(s, b"k")  # the real bytes, whole: the blob checks pass
+        blobs[stored] = blobs[stored][:-1]
+        with pytest.raises(sc.Error):
+            c.restore(s, b"k")  # one byte short: refused, never read past
