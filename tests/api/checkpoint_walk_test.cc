@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "api/test_util.h"
 #include "swacache.h"
 
 namespace {
@@ -130,11 +131,8 @@ struct Rig {
     s.get = MapStore::Get;
     EXPECT_EQ(swa_cache_set_store(cache, &s), SWA_OK) << swa_last_error();
     EXPECT_EQ(swa_cache_layout(cache, &lay), SWA_OK);
-    swa_layer_layout_t ll{sizeof ll};
-    swa_tensor_view_t v{sizeof v};
-    EXPECT_EQ(swa_cache_layer_layout(cache, 0, &ll), SWA_OK);
-    EXPECT_EQ(swa_cache_layer_view(cache, 0, &v), SWA_OK);
-    pool = static_cast<uint8_t*>(v.data) - ll.ring_offset;
+    pool = swa_test::PoolBase(cache);
+    EXPECT_NE(pool, nullptr) << swa_last_error();
   }
   ~Rig() {
     swa_plan_destroy(plan);

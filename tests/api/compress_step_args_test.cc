@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "api/test_util.h"
 #include "swacache.h"
 
 namespace {
@@ -46,11 +47,8 @@ struct Rig {
     EXPECT_EQ(swa_cache_create(&cfg, &cache), SWA_OK) << swa_last_error();
     EXPECT_EQ(swa_plan_create(cache, &plan), SWA_OK);
     EXPECT_EQ(swa_cache_layout(cache, &lay), SWA_OK);
-    swa_layer_layout_t ll{sizeof ll};
-    swa_tensor_view_t v{sizeof v};
-    EXPECT_EQ(swa_cache_layer_layout(cache, 0, &ll), SWA_OK);
-    EXPECT_EQ(swa_cache_layer_view(cache, 0, &v), SWA_OK);
-    pool = static_cast<uint8_t*>(v.data) - ll.ring_offset;
+    pool = swa_test::PoolBase(cache);
+    EXPECT_NE(pool, nullptr) << swa_last_error();
     EXPECT_EQ(swa_slot_alloc(cache, &slot), SWA_OK);
     std::memset(pool, 0x3c, lay.pool_bytes);
     swa_seq_t seq{slot, 5, 5, 0};  // closes entries 0 and 1 (rate 2)

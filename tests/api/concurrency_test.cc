@@ -18,6 +18,7 @@
 
 #include "api/redis_server.h"
 #include "gtest/gtest.h"
+#include "api/test_util.h"
 #include "swacache.h"
 
 namespace {
@@ -58,13 +59,8 @@ struct Fixture {
     EXPECT_EQ(swa_cache_create(&c, &cache), SWA_OK) << swa_last_error();
     layout.struct_size = sizeof layout;
     EXPECT_EQ(swa_cache_layout(cache, &layout), SWA_OK);
-    swa_layer_layout_t ll;
-    ll.struct_size = sizeof ll;
-    swa_tensor_view_t v;
-    v.struct_size = sizeof v;
-    EXPECT_EQ(swa_cache_layer_layout(cache, 0, &ll), SWA_OK);
-    EXPECT_EQ(swa_cache_layer_view(cache, 0, &v), SWA_OK);
-    pool = static_cast<uint8_t*>(v.data) - ll.ring_offset;
+    pool = swa_test::PoolBase(cache);
+    EXPECT_NE(pool, nullptr) << swa_last_error();
   }
   ~Fixture() { swa_cache_destroy(cache); }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "api/test_util.h"
 #include "swacache.h"
 
 namespace {
@@ -428,12 +429,9 @@ TEST(CompressOverlap, OutOverAnInputRefused) {
   ASSERT_EQ(swa_cache_create(&c, &cache), SWA_OK) << swa_last_error();
   ASSERT_EQ(swa_plan_create(cache, &plan), SWA_OK);
   swa_layout_t lay{sizeof lay};
-  swa_layer_layout_t ll{sizeof ll};
-  swa_tensor_view_t v{sizeof v};
   ASSERT_EQ(swa_cache_layout(cache, &lay), SWA_OK);
-  ASSERT_EQ(swa_cache_layer_layout(cache, 0, &ll), SWA_OK);
-  ASSERT_EQ(swa_cache_layer_view(cache, 0, &v), SWA_OK);
-  const uint8_t* pool = static_cast<const uint8_t*>(v.data) - ll.ring_offset;
+  const uint8_t* pool = swa_test::PoolBase(cache);
+  ASSERT_NE(pool, nullptr) << swa_last_error();
   uint32_t slot = 0;
   ASSERT_EQ(swa_slot_alloc(cache, &slot), SWA_OK);
   const swa_seq_t seq{slot, 5, 5, 0};  // closes entries 0 and 1: out is [2, 4]

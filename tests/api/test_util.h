@@ -33,4 +33,14 @@ struct Model {
 
 inline std::string LastError() { return swa_last_error(); }
 
+// The start of a host cache's pool: layer 0's view less its ring offset;
+// nullptr when either call fails.
+inline uint8_t* PoolBase(swa_cache_t* cache) {
+  swa_layer_layout_t ll{sizeof ll};
+  swa_tensor_view_t v{sizeof v};
+  if (swa_cache_layer_layout(cache, 0, &ll) != SWA_OK || swa_cache_layer_view(cache, 0, &v) != SWA_OK)
+    return nullptr;
+  return static_cast<uint8_t*>(v.data) - ll.ring_offset;
+}
+
 }  // namespace swa_test
